@@ -1,0 +1,36 @@
+# make demo: install into .venv and index the bundled sample corpus, no API key needed.
+# make test: install with the test extras into .venv and run the whole suite (what CI runs).
+PYTHON ?= python3
+VENV := .venv
+BIN := $(VENV)/bin
+STAMP := $(VENV)/.installed
+
+.PHONY: demo test lint settings bench clean
+
+$(BIN)/python:
+	$(PYTHON) -m venv $(VENV)
+
+$(STAMP): $(BIN)/python pyproject.toml
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	$(BIN)/python -m pip install --quiet -e '.[test]'
+	touch $(STAMP)
+
+demo: $(STAMP)
+	$(BIN)/graphrag-lite index --root . --method fast
+	@echo
+	@echo "Wrote the index tables and stats.json to ./output"
+
+test: $(STAMP)
+	$(BIN)/python -m pytest
+	$(BIN)/ruff check graphrag_lite tests bench
+	$(BIN)/mypy
+
+lint: $(STAMP)
+	$(BIN)/ruff check graphrag_lite tests bench
+	$(BIN)/mypy
+
+settings: $(STAMP)
+	$(BIN)/python -m graphrag_lite.sample_settings > settings.yaml
+
+clean:
+	rm -rf output cache $(VENV)

@@ -1,0 +1,3 @@
+from graphrag_lite.cli import main
+
+main()

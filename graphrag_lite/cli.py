@@ -1,0 +1,115 @@
+"""The `graphrag-lite` command line."""
+
+from __future__ import annotations
+
+import sys
+import traceback
+from collections.abc import Callable
+from pathlib import Path
+from typing import Annotated, TypeVar
+
+import typer
+from rich.console import Console
+
+from graphrag_lite.errors import GraphragLiteError
+
+app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
+                  help="Build a knowledge-graph index of a folder of documents and query it.")
+query_app = typer.Typer(no_args_is_help=False, help="Ask a question of an index (local, global or basic search).")
+app.add_typer(query_app, name="query")
+
+console = Console()
+errors = Console(stderr=True)
+T = TypeVar("T")
+
+RootOption = Annotated[Path, typer.Option("--root", "-r", help="project folder (holds settings.yaml)")]
+ConfigOption = Annotated[Path | None, typer.Option("--config", "-c",
+                                                   help="settings file; default: ROOT/settings.yaml")]
+SetOption = Annotated[list[str] | None, typer.Option(
+    "--set", "-s", help="override a setting, e.g. --set chunking.size=300 (repeatable)")]
+VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="show the full traceback on errors")]
+
+
+def _guarded(verbose: bool, action: Callable[[], T]) -> T:
+    """Run a command: a one-line reason and a non-zero exit code on failure (the traceback with --verbose)."""
+    try:
+        return action()
+    except KeyboardInterrupt:
+        errors.print("[yellow]interrupted[/yellow]: completed stages are kept; run the same command to resume")
+        raise typer.Exit(130) from None
+    except GraphragLiteError as err:
+        if verbose:
+            errors.print(traceback.format_exc(), markup=False, highlight=False)
+        errors.print(f"[red]error:[/red] {err}", highlight=False)
+        raise typer.Exit(err.exit_code) from None
+    except Exception as err:  # an unexpected failure still gets one clear line
+        if verbose:
+            errors.print(traceback.format_exc(), markup=False, highlight=False)
+        errors.print(f"[red]error:[/red] {type(err).__name__}: {err} (run with --verbose for the traceback)",
+                     highlight=False)
+        raise typer.Exit(1) from None
+
+
+@app.command()
+def init(
+    root: Annotated[Path, typer.Argument(help="folder for the new project (created if missing)")] = Path("."),
+    force: Annotated[bool, typer.Option("--force", help="overwrite existing settings, .env and prompts")] = False,
+    verbose: VerboseOption = False,
+) -> None:
+    """Create a project: settings.yaml, .env (with a placeholder API key), input/ and the prompt files."""
+    from graphrag_lite.project import init_project
+
+    written = _guarded(verbose, lambda: init_project(root, force=force))
+    for path in written:
+        console.print(f"wrote {path}")
+    console.print(f"Next: put documents in {root / 'input'}, your key in {root / '.env'}, then "
+                  f"`graphrag-lite index --root {root}`")
+
+
+@app.command()
+def index(
+    root: RootOption = Path("."),
+    config: ConfigOption = None,
+    method: Annotated[str | None, typer.Option(
+        "--method", "-m", help="pipeline to run: standard, fast, or a pipeline file; default: settings' pipeline")
+    ] = None,
+    set_: SetOption = None,
+    force: Annotated[bool, typer.Option("--force", help="run every stage, even unchanged ones")] = False,
+    from_stage: Annotated[str | None, typer.Option("--from", help="re-run this stage and every later one")] = None,
+    verbose: VerboseOption = False,
+) -> None:
+    """Build (or resume) the index: runs the pipeline's stages, skipping those whose inputs are unchanged."""
+    from graphrag_lite.config import load_config
+    from graphrag_lite.pipeline import load_pipeline, run_pipeline
+    from graphrag_lite.stages import STAGES
+
+    def run() -> int:
+        cfg = load_config(root, config, set_ or [])
+        pipeline = load_pipeline(method or cfg.pipeline, STAGES, cfg.root_dir)
+        console.print(f"Indexing with pipeline [bold]{pipeline.name}[/bold] "
+                      f"({' → '.join(s.name for s in pipeline.stages)})", highlight=False)
+        summary = run_pipeline(cfg, pipeline, console, force=force, from_stage=from_stage)
+        tables = {t: n for s in summary.stages.values() for t, n in s.get("rows_out", {}).items()}
+        console.print(f"Done: {', '.join(f'{t} ({n:,} rows)' for t, n in tables.items())} in {summary.output_dir}",
+                      highlight=False)
+        if summary.problems:
+            console.print(f"[yellow]{summary.problems} problems[/yellow], listed in {summary.output_dir}/stats.json")
+        return 0
+
+    raise typer.Exit(_guarded(verbose, run))
+
+
+@query_app.callback(invoke_without_command=True)
+def query(ctx: typer.Context) -> None:
+    """Local, global and basic search over an index."""
+    if ctx.invoked_subcommand is None:
+        errors.print("no query method is available in this version yet; `graphrag-lite index` builds the index")
+        raise typer.Exit(2)
+
+
+def main() -> None:
+    app(prog_name="graphrag-lite")
+
+
+if __name__ == "__main__":
+    sys.exit(main())

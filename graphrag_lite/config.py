@@ -1,0 +1,440 @@
+"""The configuration model: the single source of every default, and the loader for settings.yaml.
+
+Section and key names follow Microsoft GraphRAG's settings.yaml where it has one, so users can carry
+their configuration over. Loading substitutes ${VAR} from the environment and from a .env beside the file,
+applies --set overrides, resolves relative paths against the config's folder, and turns every validation
+problem into a message that names the key (and the closest valid key for a typo).
+"""
+
+from __future__ import annotations
+
+import difflib
+import os
+import re
+import types
+import typing
+from pathlib import Path
+from typing import Any, Literal
+
+import yaml
+from dotenv import dotenv_values
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+
+from graphrag_lite.errors import ConfigError
+
+CONFIG_FILENAMES = ("settings.yaml", "settings.yml")
+
+
+class Section(BaseModel):
+    """Base for every config section: unknown keys are errors, values are checked on assignment."""
+
+    model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+class ModelConfig(Section):
+    """One model, chat or embedding, addressed by any LiteLLM model string."""
+
+    model: str = Field(description="LiteLLM model string, e.g. openai/gpt-4o-mini, azure/my-deployment, "
+                       "ollama/llama3, or fake/default (the offline fake provider)")
+    api_key: SecretStr | None = Field(None, description="API key; use ${VAR} to read it from the environment "
+                                      "or .env. Unset: the provider's usual environment variable")
+    api_base: str | None = Field(None, description="base URL, e.g. for Azure or an OpenAI-compatible server")
+    api_version: str | None = Field(None, description="API version (Azure)")
+    call_args: dict[str, Any] = Field(default_factory=dict,
+                                      description="extra arguments for every call: temperature, max_tokens, ...")
+    concurrency: int = Field(25, ge=1, description="requests in flight at once")
+    requests_per_minute: int | None = Field(None, ge=1, description="request rate limit; unset: none")
+    tokens_per_minute: int | None = Field(None, ge=1, description="token rate limit; unset: none")
+    max_retries: int = Field(10, ge=0, description="retries of a failed or malformed call")
+    max_retry_wait: float = Field(60.0, gt=0, description="longest wait between retries, seconds")
+    timeout: float = Field(180.0, gt=0, description="seconds before a call is abandoned and retried")
+
+
+def _default_models() -> dict[str, ModelConfig]:
+    return {
+        "default_chat_model": ModelConfig(model="openai/gpt-4o-mini"),
+        "default_embedding_model": ModelConfig(model="openai/text-embedding-3-small"),
+    }
+
+
+class InputConfig(Section):
+    base_dir: Path = Field(Path("input"), description="folder of documents, read recursively")
+    file_pattern: str = Field(r".*\.(txt|md|csv|json|jsonl|parquet)$",
+                              description="regular expression a file's path (relative to base_dir) must match")
+    encoding: str = Field("utf-8", description="text encoding of the files (a UTF-8 BOM is handled)")
+    text_column: str = Field("text", description="column (or JSON key) holding the text, for tabular input")
+    title_column: str | None = Field(None, description="column used as title; unset: file path and row")
+    id_column: str | None = Field(None, description="column used as document id; unset: a hash of the text")
+    metadata: list[str] | None = Field(None, description="columns kept as metadata; unset: all other columns")
+
+
+class ChunkingConfig(Section):
+    size: int = Field(1200, ge=1, description="tokens per text unit")
+    overlap: int = Field(100, ge=0, description="tokens shared by consecutive text units of a document")
+    encoding_model: str = Field("o200k_base", description="tiktoken encoding (o200k_base or cl100k_base)")
+    prepend_metadata: bool = Field(False, description="start every text unit with the document's title "
+                                   "and metadata (counted in its size)")
+
+
+class ExtractGraphConfig(Section):
+    model_id: str = Field("default_chat_model", description="id of a model in `models`")
+    prompt: Path | None = Field(None, description="prompt file; unset: the packaged default")
+    entity_types: list[str] = Field(["organization", "person", "geo", "event"],
+                                    description="entity types the model is asked to find")
+    max_gleanings: int = Field(1, ge=0, description="follow-up calls asking for missed entities")
+
+
+class SummarizeDescriptionsConfig(Section):
+    model_id: str = Field("default_chat_model", description="id of a model in `models`")
+    prompt: Path | None = Field(None, description="prompt file; unset: the packaged default")
+    max_length: int = Field(500, ge=1, description="words per summary")
+    max_input_tokens: int = Field(4000, ge=100, description="descriptions per call are folded to this size")
+
+
+class ExtractClaimsConfig(Section):
+    enabled: bool = Field(False, description="extract claims (covariates)")
+    model_id: str = Field("default_chat_model", description="id of a model in `models`")
+    prompt: Path | None = Field(None, description="prompt file; unset: the packaged default")
+    description: str = Field("Any claims or facts that could be relevant to information discovery.",
+                             description="what counts as a claim")
+    max_gleanings: int = Field(1, ge=0, description="follow-up calls asking for missed claims")
+
+
+class ClusterGraphConfig(Section):
+    max_cluster_size: int = Field(10, ge=2, description="communities larger than this are split again")
+    use_lcc: bool = Field(True, description="cluster only the largest connected component")
+    seed: int = Field(0xDEADBEEF, description="random seed, for reproducible communities")
+
+
+class CommunityReportsConfig(Section):
+    model_id: str = Field("default_chat_model", description="id of a model in `models`")
+    prompt: Path | None = Field(None, description="prompt file; unset: the packaged default")
+    max_length: int = Field(2000, ge=1, description="words per report")
+    max_input_length: int = Field(8000, ge=500, description="tokens of context per report")
+
+
+class EmbedTextConfig(Section):
+    model_id: str = Field("default_embedding_model", description="id of a model in `models`")
+    batch_size: int = Field(16, ge=1, description="texts per embedding call")
+    batch_max_tokens: int = Field(8191, ge=1, description="tokens per embedding call")
+
+
+class VectorStoreConfig(Section):
+    db_uri: str = Field("output/lancedb", description="LanceDB folder or URI (s3://, gs://, az:// work too)")
+
+
+class LocalSearchConfig(Section):
+    chat_model_id: str = Field("default_chat_model", description="id of a model in `models`")
+    embedding_model_id: str = Field("default_embedding_model", description="id of a model in `models`")
+    prompt: Path | None = Field(None, description="prompt file; unset: the packaged default")
+    max_context_tokens: int = Field(12000, ge=500, description="tokens of context sent with the question")
+
+
+class GlobalSearchConfig(Section):
+    chat_model_id: str = Field("default_chat_model", description="id of a model in `models`")
+    map_prompt: Path | None = Field(None, description="map prompt file; unset: the packaged default")
+    reduce_prompt: Path | None = Field(None, description="reduce prompt file; unset: the packaged default")
+    max_context_tokens: int = Field(12000, ge=500, description="tokens of reports per map call and for reduce")
+
+
+class BasicSearchConfig(Section):
+    chat_model_id: str = Field("default_chat_model", description="id of a model in `models`")
+    embedding_model_id: str = Field("default_embedding_model", description="id of a model in `models`")
+    prompt: Path | None = Field(None, description="prompt file; unset: the packaged default")
+    k: int = Field(10, ge=1, description="text units retrieved")
+    max_context_tokens: int = Field(12000, ge=500, description="tokens of context sent with the question")
+
+
+class CacheConfig(Section):
+    enabled: bool = Field(True, description="reuse validated model answers across runs")
+    base_dir: Path = Field(Path("cache"), description="folder of the cache")
+
+
+class OutputConfig(Section):
+    base_dir: Path = Field(Path("output"), description="folder of the index tables and stats.json")
+
+
+class GraphRagConfig(Section):
+    """Everything graphrag-lite reads from settings.yaml."""
+
+    pipeline: str = Field("standard", description="pipeline to run: a name in pipelines/ "
+                          "(standard, fast) or the path of a pipeline file")
+    models: dict[str, ModelConfig] = Field(default_factory=_default_models,
+                                           description="models by id; sections refer to them by model_id")
+    input: InputConfig = Field(default_factory=InputConfig)
+    chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
+    extract_graph: ExtractGraphConfig = Field(default_factory=ExtractGraphConfig)
+    summarize_descriptions: SummarizeDescriptionsConfig = Field(default_factory=SummarizeDescriptionsConfig)
+    extract_claims: ExtractClaimsConfig = Field(default_factory=ExtractClaimsConfig)
+    cluster_graph: ClusterGraphConfig = Field(default_factory=ClusterGraphConfig)
+    community_reports: CommunityReportsConfig = Field(default_factory=CommunityReportsConfig)
+    embed_text: EmbedTextConfig = Field(default_factory=EmbedTextConfig)
+    vector_store: VectorStoreConfig = Field(default_factory=VectorStoreConfig)
+    local_search: LocalSearchConfig = Field(default_factory=LocalSearchConfig)
+    global_search: GlobalSearchConfig = Field(default_factory=GlobalSearchConfig)
+    basic_search: BasicSearchConfig = Field(default_factory=BasicSearchConfig)
+    cache: CacheConfig = Field(default_factory=CacheConfig)
+    output: OutputConfig = Field(default_factory=OutputConfig)
+
+    root_dir: Path = Field(Path("."), exclude=True, description="folder of the config file (set by the loader)")
+
+    def section_fingerprint(self, names: typing.Iterable[str]) -> dict[str, Any]:
+        """The values of some sections, as plain data, for deciding whether a stage must run again.
+        Secrets appear masked, so keys never reach fingerprints."""
+        return {name: getattr(self, name).model_dump(mode="json") for name in names}
+
+
+# ---------------------------------------------------------------- loading
+
+_VAR = re.compile(r"\$(\$|\{([A-Za-z_][A-Za-z0-9_]*)\})")
+
+
+def substitute_env(text: str, env: typing.Mapping[str, str | None], source: str) -> str:
+    """Replace ${VAR} by its value; `$$` stands for a literal `$` (as in GraphRAG). Comment lines are left
+    alone, so a commented-out key never needs its variable."""
+    lines = []
+    for number, full_line in enumerate(text.splitlines(keepends=True), start=1):
+        line, comment = _split_comment(full_line)
+        if not line.strip():
+            lines.append(full_line)
+            continue
+
+        def replace(match: re.Match[str], number: int = number) -> str:
+            if match.group(1) == "$":
+                return "$"
+            name = match.group(2)
+            value = env.get(name)
+            if value is None:
+                raise ConfigError(f"{source}:{number}: environment variable {name} is not set; "
+                                  f"set it in the environment or in a .env file beside {Path(source).name}")
+            return value
+
+        lines.append(_VAR.sub(replace, line) + comment)
+    return "".join(lines)
+
+
+def _split_comment(line: str) -> tuple[str, str]:
+    """Split a YAML line into content and trailing comment (a # at the start or after a space, outside quotes)."""
+    quote = ""
+    for i, char in enumerate(line):
+        if quote:
+            quote = "" if char == quote else quote
+        elif char in "'\"":
+            quote = char
+        elif char == "#" and (i == 0 or line[i - 1] in " \t"):
+            return line[:i], line[i:]
+    return line, ""
+
+
+def parse_override(item: str) -> tuple[list[str], Any]:
+    """`section.key=value` -> (["section", "key"], value parsed as YAML, so 300 is an int)."""
+    key, sep, raw = item.partition("=")
+    if not sep or not key.strip():
+        raise ConfigError(f"--set {item!r}: expected section.key=value, e.g. --set chunking.size=300")
+    try:
+        value = yaml.safe_load(raw) if raw.strip() else ""
+    except yaml.YAMLError:
+        value = raw
+    return key.strip().split("."), value
+
+
+def apply_overrides(data: dict[str, Any], overrides: typing.Iterable[str]) -> None:
+    for item in overrides:
+        path, value = parse_override(item)
+        node = data
+        for part in path[:-1]:
+            child = node.get(part)
+            if not isinstance(child, dict):
+                child = {}
+                node[part] = child
+            node = child
+        node[path[-1]] = value
+
+
+def find_config_file(root: Path, config: Path | None) -> Path:
+    if config is not None:
+        path = config if config.is_absolute() else Path.cwd() / config
+        if not path.is_file():
+            raise ConfigError(f"config file {config} not found")
+        return path.resolve()
+    for name in CONFIG_FILENAMES:
+        if (root / name).is_file():
+            return (root / name).resolve()
+    raise ConfigError(f"no settings.yaml in {root.resolve()}; run `graphrag-lite init {root}` to create a "
+                      "project there, or pass --config FILE")
+
+
+def load_config(root: Path = Path("."), config: Path | None = None,
+                overrides: typing.Iterable[str] = ()) -> GraphRagConfig:
+    """Read, substitute, override, validate and resolve a settings file."""
+    path = find_config_file(root, config)
+    env_file = path.parent / ".env"
+    dotenv = dotenv_values(env_file) if env_file.is_file() else {}
+    # Like GraphRAG, .env also reaches the environment (never overriding it), so provider libraries
+    # find their usual variables (OPENAI_API_KEY, ...).
+    for name, value in dotenv.items():
+        if value is not None:
+            os.environ.setdefault(name, value)
+    text = substitute_env(path.read_text(encoding="utf-8"), {**dotenv, **os.environ}, str(path))
+    try:
+        data = yaml.safe_load(text) or {}
+    except yaml.YAMLError as err:
+        raise ConfigError(f"{path}: not valid YAML: {err}") from err
+    if not isinstance(data, dict):
+        raise ConfigError(f"{path}: expected a mapping of sections at the top level")
+    return config_from_data(data, path, overrides)
+
+
+def config_from_data(data: dict[str, Any], path: Path, overrides: typing.Iterable[str] = ()) -> GraphRagConfig:
+    apply_overrides(data, overrides)
+    data.pop("root_dir", None)
+    try:
+        cfg = GraphRagConfig.model_validate(data)
+    except ValidationError as err:
+        raise ConfigError(describe_validation_error(err, path.name)) from None
+    cfg.root_dir = path.parent
+    resolve_paths(cfg, path.parent)
+    check_model_references(cfg, path.name)
+    return cfg
+
+
+def resolve_paths(model: BaseModel, root: Path) -> None:
+    """Make every relative Path in the config absolute, relative to the config file's folder."""
+    for name in type(model).model_fields:
+        value = getattr(model, name)
+        if isinstance(value, Path) and not value.is_absolute():
+            setattr(model, name, (root / value).resolve())
+        elif isinstance(value, BaseModel):
+            resolve_paths(value, root)
+
+
+def check_model_references(cfg: GraphRagConfig, source: str) -> None:
+    for section_name in type(cfg).model_fields:
+        section = getattr(cfg, section_name)
+        if not isinstance(section, BaseModel):
+            continue
+        for key in ("model_id", "chat_model_id", "embedding_model_id"):
+            model_id = getattr(section, key, None)
+            if model_id is not None and model_id not in cfg.models:
+                raise ConfigError(f"{source}: {section_name}.{key} = {model_id!r} is not defined in `models`"
+                                  f"{_suggest(model_id, cfg.models)}; defined: {', '.join(cfg.models) or 'none'}")
+
+
+def describe_validation_error(err: ValidationError, source: str) -> str:
+    """One line per problem: the dotted key, what was given, what is expected, and a suggestion for typos."""
+    lines = []
+    for problem in err.errors():
+        loc = [str(part) for part in problem["loc"]]
+        key = ".".join(loc)
+        if problem["type"] == "extra_forbidden":
+            valid = _field_names_at(GraphRagConfig, loc[:-1])
+            lines.append(f"{source}: unknown key '{key}'{_suggest(loc[-1], valid, prefix=loc[:-1])}")
+            continue
+        expected = _annotation_at(GraphRagConfig, loc)
+        given = problem.get("input")
+        lines.append(f"{source}: {key} = {given!r}: {problem['msg']}" + (f" (expected {expected})" if expected else ""))
+    return "\n".join(lines)
+
+
+def _suggest(name: str, valid: typing.Iterable[str], prefix: list[str] | None = None) -> str:
+    close = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.5)
+    if not close:
+        return ""
+    return f"; did you mean '{'.'.join([*(prefix or []), close[0]])}'?"
+
+
+def _walk(model: type[BaseModel], loc: list[str]) -> tuple[type[BaseModel] | None, Any]:
+    """Follow a validation-error location through the model classes: (innermost model, annotation)."""
+    current: Any = model
+    annotation: Any = None
+    for part in loc:
+        if isinstance(current, type) and issubclass(current, BaseModel):
+            field = current.model_fields.get(part)
+            if field is None:
+                return None, None
+            annotation = field.annotation
+            current = _unwrap(annotation)
+        elif typing.get_origin(current) is dict:  # a dict key such as a model id
+            annotation = typing.get_args(current)[1]
+            current = _unwrap(annotation)
+        else:
+            return None, annotation
+    return (current if isinstance(current, type) and issubclass(current, BaseModel) else None), annotation
+
+
+def _unwrap(annotation: Any) -> Any:
+    """Optional[X] -> X."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        args = [a for a in typing.get_args(annotation) if a is not type(None)]
+        if len(args) == 1:
+            return args[0]
+    return annotation
+
+
+def _field_names_at(model: type[BaseModel], loc: list[str]) -> list[str]:
+    inner, _ = _walk(model, loc)
+    return list(inner.model_fields) if inner is not None else []
+
+
+def _annotation_at(model: type[BaseModel], loc: list[str]) -> str | None:
+    _, annotation = _walk(model, loc)
+    if annotation is None:
+        return None
+    return _type_name(annotation)
+
+
+def _type_name(annotation: Any) -> str:
+    if typing.get_origin(annotation) is Literal:
+        return " | ".join(repr(a) for a in typing.get_args(annotation))
+    if isinstance(annotation, type) and typing.get_origin(annotation) is None:
+        return annotation.__name__
+    return str(annotation).replace("typing.", "").replace("pathlib.", "").replace("pydantic.types.", "")
+
+
+# ---------------------------------------------------------------- rendering settings.yaml from the model
+
+
+def render_settings_yaml(cfg: GraphRagConfig, header: str = "") -> str:
+    """settings.yaml text for a config: every key with its value and its description as a comment.
+    Unset optional keys are written commented out, so users see what they can set."""
+    lines = [header.rstrip() + "\n"] if header else []
+    for name, field in type(cfg).model_fields.items():
+        if field.exclude:
+            continue
+        value = getattr(cfg, name)
+        if isinstance(value, BaseModel):
+            lines.append(f"\n{name}:")
+            lines.extend(_render_fields(value, indent=1))
+        elif name == "models":
+            lines.append(f"\n# {field.description}\nmodels:")
+            for model_id, model in value.items():
+                lines.append(f"  {model_id}:")
+                lines.extend(_render_fields(model, indent=2, only_set=True))
+        else:
+            lines.append(f"# {field.description}\n{name}: {_yaml_value(value)}")
+    return "\n".join(lines) + "\n"
+
+
+def _render_fields(model: BaseModel, indent: int, only_set: bool = False) -> list[str]:
+    pad = "  " * indent
+    lines = []
+    for name, field in type(model).model_fields.items():
+        value = getattr(model, name)
+        if only_set and name not in model.model_fields_set:
+            continue
+        comment = f"  # {field.description}" if field.description else ""
+        if value is None:
+            lines.append(f"{pad}# {name}:{comment}")
+        else:
+            lines.append(f"{pad}{name}: {_yaml_value(value)}{comment}")
+    return lines
+
+
+def _yaml_value(value: Any) -> str:
+    if isinstance(value, SecretStr):
+        value = value.get_secret_value()
+    if isinstance(value, Path):
+        value = value.as_posix()
+    if isinstance(value, str) and value.startswith("${"):
+        return value  # an environment reference stays unquoted and readable
+    return yaml.safe_dump(value, default_flow_style=True, width=1000).strip().removesuffix("\n...").strip()

@@ -1,0 +1,273 @@
+"""The stage runner: runs a pipeline's stages in order, skips the ones whose inputs and configuration are
+unchanged since their last successful run, and records what every stage did in stats.json.
+
+A stage is a small I/O wrapper (`Stage.run`) around a pure core function over tables. It reads tables
+written by earlier stages, returns the tables it writes, and the runner writes them atomically. Each table
+has exactly one writer, so a stage's fingerprint (its name, the package version, its configuration slice,
+and the digests of the tables it reads) says everything about whether it must run again.
+"""
+
+from __future__ import annotations
+
+import difflib
+import hashlib
+import json
+import resource
+import time
+from collections.abc import Callable, Iterable, Iterator
+from dataclasses import dataclass, field
+from datetime import UTC, datetime
+from pathlib import Path
+from typing import Any, TypeVar
+
+import pandas as pd
+import yaml
+from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+
+from graphrag_lite import __version__
+from graphrag_lite.config import GraphRagConfig
+from graphrag_lite.errors import PipelineError
+from graphrag_lite.resources import data_dir
+from graphrag_lite.storage import OutputStore, read_json, write_json
+
+STATE_FILE = "pipeline_state.json"
+STATS_FILE = "stats.json"
+T = TypeVar("T")
+
+
+@dataclass
+class StageResult:
+    tables: dict[str, pd.DataFrame]
+    summary: str = ""  # one line for the terminal
+    problems: list[str] = field(default_factory=list)  # each failure or skipped input, one line
+    details: dict[str, Any] = field(default_factory=dict)  # stage-specific figures for stats.json
+
+
+@dataclass
+class StageContext:
+    config: GraphRagConfig
+    store: OutputStore
+    progress: Progress
+    stage_name: str
+
+    def read(self, table: str) -> pd.DataFrame:
+        return self.store.read(table)
+
+    def track(self, items: Iterable[T], total: int | None, what: str) -> Iterator[T]:
+        """Iterate with a progress bar for this stage."""
+        task = self.progress.add_task(f"{self.stage_name}: {what}", total=total)
+        for item in items:
+            yield item
+            self.progress.advance(task)
+        self.progress.remove_task(task)
+
+
+@dataclass(frozen=True)
+class Stage:
+    name: str
+    description: str
+    reads: tuple[str, ...]
+    writes: tuple[str, ...]
+    config_sections: tuple[str, ...]
+    run: Callable[[StageContext], StageResult]
+    # A digest of what the stage reads from outside the output folder (the input documents).
+    external_digest: Callable[[GraphRagConfig], str] | None = None
+
+
+@dataclass
+class Pipeline:
+    name: str
+    description: str
+    stages: list[Stage]
+
+
+def load_pipeline(name_or_path: str, registry: dict[str, Stage], root: Path | None = None) -> Pipeline:
+    """A pipeline file: `description:` and `stages:` (stage names, in order)."""
+    path = _pipeline_path(name_or_path, root)
+    try:
+        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+    except yaml.YAMLError as err:
+        raise PipelineError(f"{path}: not valid YAML: {err}") from err
+    names = data.get("stages")
+    if not isinstance(names, list) or not names:
+        raise PipelineError(f"{path}: expected a non-empty list under `stages:`")
+    stages = []
+    written: set[str] = set()
+    for name in names:
+        if name not in registry:
+            close = difflib.get_close_matches(str(name), list(registry), n=1)
+            hint = f"; did you mean '{close[0]}'?" if close else f"; known stages: {', '.join(registry)}"
+            raise PipelineError(f"{path}: unknown stage '{name}'{hint}")
+        stage = registry[name]
+        missing = [t for t in stage.reads if t not in written]
+        if missing:
+            raise PipelineError(f"{path}: stage '{name}' reads {missing}, which no earlier stage writes")
+        twice = [t for t in stage.writes if t in written]
+        if twice:
+            raise PipelineError(f"{path}: stage '{name}' writes {twice}, already written by an earlier stage")
+        written.update(stage.writes)
+        stages.append(stage)
+    return Pipeline(name=path.stem, description=str(data.get("description", "")), stages=stages)
+
+
+def available_pipelines() -> list[str]:
+    return sorted(p.stem for p in data_dir("pipelines").glob("*.yaml"))
+
+
+def _pipeline_path(name_or_path: str, root: Path | None) -> Path:
+    candidate = Path(name_or_path)
+    if candidate.suffix in (".yaml", ".yml"):
+        path = candidate if candidate.is_absolute() or root is None else root / candidate
+        if path.is_file():
+            return path
+        raise PipelineError(f"pipeline file {path} not found")
+    path = data_dir("pipelines") / f"{name_or_path}.yaml"
+    if path.is_file():
+        return path
+    known = available_pipelines()
+    close = difflib.get_close_matches(name_or_path, known, n=1)
+    hint = f"did you mean '{close[0]}'? " if close else ""
+    raise PipelineError(f"unknown pipeline '{name_or_path}'; {hint}available: {', '.join(known)}")
+
+
+# ---------------------------------------------------------------- running
+
+
+@dataclass
+class RunSummary:
+    status: str  # completed | failed | interrupted
+    stages: dict[str, dict[str, Any]]
+    output_dir: Path
+    problems: int
+
+
+def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, force: bool = False,
+                 from_stage: str | None = None) -> RunSummary:
+    store = OutputStore(config.output.base_dir)
+    state_path = store.base_dir / STATE_FILE
+    state: dict[str, Any] = read_json(state_path) if state_path.is_file() else {}
+    names = [s.name for s in pipeline.stages]
+    if from_stage is not None and from_stage not in names:
+        raise PipelineError(f"--from {from_stage}: not a stage of pipeline '{pipeline.name}' ({', '.join(names)})")
+    rerun_from = names.index(from_stage) if from_stage is not None else (0 if force else len(names))
+
+    stats: dict[str, Any] = {"pipeline": pipeline.name, "version": __version__, "status": "running",
+                             "started": _now(), "stages": {}}
+    run_started = time.perf_counter()
+    digests: dict[str, str] = {}  # table -> digest of the version the next stages read
+    status = "completed"
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=console, transient=True, disable=not console.is_terminal)
+    try:
+        with progress:
+            for position, stage in enumerate(pipeline.stages):
+                fingerprint = _fingerprint(stage, config, digests)
+                previous = state.get(stage.name, {})
+                if position < rerun_from and _reusable(previous, fingerprint, store):
+                    digests.update(previous["outputs"])
+                    stats["stages"][stage.name] = {**previous["stats"], "status": "unchanged, reused"}
+                    console.print(f"[dim]= {stage.name}: unchanged since {previous['finished']}, skipped[/dim]")
+                    continue
+                state.pop(stage.name, None)  # a failed or interrupted re-run must not look reusable
+                write_json(state_path, state)
+                result, stage_stats = _run_stage(stage, config, store, progress)
+                outputs = {name: store.write(name, result.tables[name]) for name in stage.writes}
+                digests.update(outputs)
+                state[stage.name] = {"fingerprint": fingerprint, "outputs": outputs, "finished": _now(),
+                                     "stats": stage_stats}
+                write_json(state_path, state)
+                stats["stages"][stage.name] = stage_stats
+                _print_stage(console, stage.name, stage_stats)
+                _write_stats(store, stats, run_started)
+    except KeyboardInterrupt:
+        status = "interrupted"
+        raise
+    except Exception:
+        status = "failed"
+        raise
+    finally:
+        stats["status"] = status
+        _write_stats(store, stats, run_started)
+    problems = sum(len(s.get("problems", [])) for s in stats["stages"].values())
+    return RunSummary(status=status, stages=stats["stages"], output_dir=store.base_dir, problems=problems)
+
+
+def _run_stage(stage: Stage, config: GraphRagConfig, store: OutputStore,
+               progress: Progress) -> tuple[StageResult, dict[str, Any]]:
+    rows_in = {name: len(store.read(name)) for name in stage.reads}
+    _reset_peak_memory()
+    started = time.perf_counter()
+    result = stage.run(StageContext(config=config, store=store, progress=progress, stage_name=stage.name))
+    wall = time.perf_counter() - started
+    missing = [name for name in stage.writes if name not in result.tables]
+    if missing:
+        raise PipelineError(f"stage '{stage.name}' did not produce {missing}")
+    stage_stats = {
+        "status": "ran",
+        "wall_s": round(wall, 3),
+        "rows_in": rows_in,
+        "rows_out": {name: len(result.tables[name]) for name in stage.writes},
+        "peak_rss_mb": _peak_memory_mb(),
+        "summary": result.summary,
+        "problems": result.problems,
+        **({"details": result.details} if result.details else {}),
+    }
+    return result, stage_stats
+
+
+def _fingerprint(stage: Stage, config: GraphRagConfig, digests: dict[str, str]) -> str:
+    payload = {
+        "stage": stage.name,
+        "version": __version__,
+        "config": config.section_fingerprint(stage.config_sections),
+        "inputs": {name: digests.get(name) for name in stage.reads},
+        "external": stage.external_digest(config) if stage.external_digest else None,
+    }
+    return hashlib.blake2b(json.dumps(payload, sort_keys=True, default=str).encode(), digest_size=16).hexdigest()
+
+
+def _reusable(previous: dict[str, Any], fingerprint: str, store: OutputStore) -> bool:
+    if previous.get("fingerprint") != fingerprint:
+        return False
+    return all(store.digest(name) == digest for name, digest in previous.get("outputs", {}).items())
+
+
+def _print_stage(console: Console, name: str, stage_stats: dict[str, Any]) -> None:
+    line = f"[green]✓[/green] {name} ({stage_stats['wall_s']:.2f}s)"
+    if stage_stats["summary"]:
+        line += f": {stage_stats['summary']}"
+    console.print(line)
+    problems = stage_stats["problems"]
+    for problem in problems[:5]:
+        console.print(f"  [yellow]! {problem}[/yellow]", markup=True, highlight=False)
+    if len(problems) > 5:
+        console.print(f"  [yellow]! … and {len(problems) - 5} more, listed in {STATS_FILE}[/yellow]")
+
+
+def _write_stats(store: OutputStore, stats: dict[str, Any], run_started: float) -> None:
+    stats["finished"] = _now()
+    stats["wall_s"] = round(time.perf_counter() - run_started, 3)
+    write_json(store.base_dir / STATS_FILE, stats)
+
+
+def _now() -> str:
+    return datetime.now(UTC).isoformat(timespec="seconds")
+
+
+def _reset_peak_memory() -> None:
+    """Linux lets a process reset its peak resident size, so each stage reports its own peak."""
+    try:
+        Path("/proc/self/clear_refs").write_text("5")
+    except OSError:
+        pass
+
+
+def _peak_memory_mb() -> float:
+    try:
+        for line in Path("/proc/self/status").read_text().splitlines():
+            if line.startswith("VmHWM:"):
+                return round(int(line.split()[1]) / 1024, 1)
+    except OSError:
+        pass
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)

@@ -1,0 +1,49 @@
+"""`graphrag-lite init`: a new project folder with settings.yaml, .env, input/ and the prompt files."""
+
+from __future__ import annotations
+
+import shutil
+from pathlib import Path
+
+from pydantic import SecretStr
+
+from graphrag_lite.config import GraphRagConfig, ModelConfig, render_settings_yaml
+from graphrag_lite.errors import GraphragLiteError
+from graphrag_lite.resources import data_dir
+
+SETTINGS_HEADER = """\
+# graphrag-lite settings. Every key is optional; the values shown are the defaults.
+# ${NAME} reads an environment variable (or one from .env beside this file); $$ is a literal $.
+# Override any key on the command line: graphrag-lite index --set chunking.size=300
+"""
+
+ENV_TEMPLATE = """\
+# Secrets for settings.yaml; never commit this file.
+GRAPHRAG_API_KEY=<your-api-key>
+"""
+
+
+def project_config() -> GraphRagConfig:
+    """The configuration `init` writes: the defaults, with the API key read from GRAPHRAG_API_KEY."""
+    key = SecretStr("${GRAPHRAG_API_KEY}")
+    return GraphRagConfig(models={
+        "default_chat_model": ModelConfig(model="openai/gpt-4o-mini", api_key=key),
+        "default_embedding_model": ModelConfig(model="openai/text-embedding-3-small", api_key=key),
+    })
+
+
+def init_project(root: Path, force: bool = False) -> list[Path]:
+    """Write the project files into `root`; refuses to replace existing ones unless `force`."""
+    prompts = sorted(p for p in data_dir("prompts").iterdir() if p.is_file() and p.suffix in (".txt", ".md"))
+    targets = [root / "settings.yaml", root / ".env"] + [root / "prompts" / p.name for p in prompts]
+    existing = [t for t in targets if t.exists()]
+    if existing and not force:
+        names = ", ".join(str(t.relative_to(root)) for t in existing)
+        raise GraphragLiteError(f"{root} already has {names}; use --force to overwrite")
+    (root / "input").mkdir(parents=True, exist_ok=True)
+    (root / "prompts").mkdir(exist_ok=True)
+    (root / "settings.yaml").write_text(render_settings_yaml(project_config(), SETTINGS_HEADER), encoding="utf-8")
+    (root / ".env").write_text(ENV_TEMPLATE, encoding="utf-8")
+    for prompt in prompts:
+        shutil.copyfile(prompt, root / "prompts" / prompt.name)
+    return [*targets, root / "input"]

@@ -1,0 +1,83 @@
+"""The output folder: Parquet tables named as in Microsoft GraphRAG, JSON files, all written atomically."""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import tempfile
+from collections.abc import Iterator
+from contextlib import contextmanager
+from pathlib import Path
+from typing import Any
+
+import pandas as pd
+
+
+@contextmanager
+def atomic_path(target: Path) -> Iterator[Path]:
+    """Yield a temporary path beside `target`; on success it replaces `target` in one rename, so readers
+    (and a run killed half-way) only ever see the old file or the complete new one."""
+    target.parent.mkdir(parents=True, exist_ok=True)
+    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+    os.close(fd)
+    tmp = Path(tmp_name)
+    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600 files; tables should get the usual mode
+    try:
+        yield tmp
+        with open(tmp, "rb") as handle:
+            os.fsync(handle.fileno())
+        os.replace(tmp, target)
+    finally:
+        tmp.unlink(missing_ok=True)
+
+
+def _umask() -> int:
+    mask = os.umask(0)
+    os.umask(mask)
+    return mask
+
+
+def write_json(path: Path, data: Any) -> None:
+    with atomic_path(path) as tmp:
+        tmp.write_text(json.dumps(data, indent=2, sort_keys=False, default=str) + "\n", encoding="utf-8")
+
+
+def read_json(path: Path) -> Any:
+    return json.loads(path.read_text(encoding="utf-8"))
+
+
+def file_digest(path: Path) -> str:
+    digest = hashlib.blake2b(digest_size=16)
+    with open(path, "rb") as handle:
+        for block in iter(lambda: handle.read(1 << 20), b""):
+            digest.update(block)
+    return digest.hexdigest()
+
+
+class OutputStore:
+    """Tables of one index: `<base_dir>/<name>.parquet`."""
+
+    def __init__(self, base_dir: Path) -> None:
+        self.base_dir = base_dir
+
+    def path(self, name: str) -> Path:
+        return self.base_dir / f"{name}.parquet"
+
+    def has(self, name: str) -> bool:
+        return self.path(name).is_file()
+
+    def read(self, name: str) -> pd.DataFrame:
+        path = self.path(name)
+        if not path.is_file():
+            raise FileNotFoundError(f"table '{name}' not found in {self.base_dir}")
+        return pd.read_parquet(path)
+
+    def write(self, name: str, table: pd.DataFrame) -> str:
+        """Write a table atomically; returns the digest of the file written."""
+        with atomic_path(self.path(name)) as tmp:
+            table.to_parquet(tmp, index=False)
+        return file_digest(self.path(name))
+
+    def digest(self, name: str) -> str | None:
+        return file_digest(self.path(name)) if self.has(name) else None

@@ -1,0 +1,32 @@
+"""Token counting and encoding with tiktoken, loaded offline (see graphrag_lite._offline)."""
+
+from functools import lru_cache
+
+import numpy as np
+import tiktoken
+
+
+@lru_cache(maxsize=4)
+def get_encoding(name: str) -> tiktoken.Encoding:
+    try:
+        return tiktoken.get_encoding(name)
+    except ValueError as err:
+        raise ValueError(f"unknown tiktoken encoding '{name}' (use o200k_base or cl100k_base)") from err
+
+
+@lru_cache(maxsize=4)
+def token_byte_lengths(name: str) -> np.ndarray:
+    """Length in UTF-8 bytes of every token id of an encoding, so chunk boundaries map to byte offsets
+    with one vectorised lookup instead of a Python call per token."""
+    encoding = get_encoding(name)
+    lengths = np.zeros(encoding.n_vocab, dtype=np.int64)
+    for token in range(encoding.n_vocab):
+        try:
+            lengths[token] = len(encoding.decode_single_token_bytes(token))
+        except KeyError:  # unused ids inside the vocabulary range
+            continue
+    return lengths
+
+
+def count_tokens(text: str, encoding_name: str) -> int:
+    return len(get_encoding(encoding_name).encode_ordinary(text))
