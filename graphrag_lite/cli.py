@@ -2,7 +2,6 @@
 
 from __future__ import annotations
 
-import sys
 import traceback
 from collections.abc import Callable
 from pathlib import Path
@@ -18,8 +17,8 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
 query_app = typer.Typer(no_args_is_help=False, help="Ask a question of an index (local, global or basic search).")
 app.add_typer(query_app, name="query")
 
-console = Console()
-errors = Console(stderr=True)
+console = Console(soft_wrap=True)
+errors = Console(stderr=True, soft_wrap=True)
 T = TypeVar("T")
 
 RootOption = Annotated[Path, typer.Option("--root", "-r", help="project folder (holds settings.yaml)")]
@@ -112,4 +111,4 @@ def main() -> None:
 
 
 if __name__ == "__main__":
-    sys.exit(main())
+    main()

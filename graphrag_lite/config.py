@@ -286,6 +286,13 @@ def load_config(root: Path = Path("."), config: Path | None = None,
 
 
 def config_from_data(data: dict[str, Any], path: Path, overrides: typing.Iterable[str] = ()) -> GraphRagConfig:
+    # Models the file does not define keep their defaults, so a settings file (or --set) may name only
+    # what it changes, e.g. models.default_chat_model.concurrency.
+    user_models = data.get("models") or {}
+    if isinstance(user_models, dict):
+        defaults = {k: m.model_dump(exclude_unset=True) for k, m in _default_models().items()}
+        data["models"] = {**defaults, **{k: {**defaults.get(k, {}), **(v or {})} if isinstance(v, dict) else v
+                                         for k, v in user_models.items()}}
     apply_overrides(data, overrides)
     data.pop("root_dir", None)
     try:

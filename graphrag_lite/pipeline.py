@@ -9,6 +9,7 @@ and the digests of the tables it reads) says everything about whether it must ru
 
 from __future__ import annotations
 
+import contextlib
 import difflib
 import hashlib
 import json
@@ -257,10 +258,8 @@ def _now() -> str:
 
 def _reset_peak_memory() -> None:
     """Linux lets a process reset its peak resident size, so each stage reports its own peak."""
-    try:
+    with contextlib.suppress(OSError):
         Path("/proc/self/clear_refs").write_text("5")
-    except OSError:
-        pass
 
 
 def _peak_memory_mb() -> float:

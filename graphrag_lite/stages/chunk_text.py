@@ -26,7 +26,8 @@ def run(ctx: StageContext) -> StageResult:
     cfg = ctx.config.chunking
     text_units = chunk_documents(documents, cfg)
     unit_ids = text_units.groupby("document_id", sort=False)["id"].agg(list)
-    final_documents = documents.assign(text_unit_ids=[unit_ids.get(doc_id, []) for doc_id in documents["id"]])
+    final_documents = documents.assign(text_unit_ids=pd.Series(
+        [unit_ids.get(doc_id, []) for doc_id in documents["id"]], index=documents.index, dtype=object))
     tokens = int(text_units["n_tokens"].sum())
     return StageResult(
         tables={"text_units": text_units, "documents": final_documents},
@@ -46,7 +47,7 @@ def chunk_documents(documents: pd.DataFrame, cfg: ChunkingConfig) -> pd.DataFram
     all_tokens = encoding.encode_ordinary_batch(texts)
     rows: list[dict[str, object]] = []
     for doc, text, tokens in zip(documents.itertuples(index=False), texts, all_tokens, strict=True):
-        header = metadata_header(str(doc.title), doc.metadata) if cfg.prepend_metadata else ""
+        header = metadata_header(str(doc.title), _optional_str(doc.metadata)) if cfg.prepend_metadata else ""
         header_tokens = len(encoding.encode_ordinary(header)) if header else 0
         body_size = cfg.size - header_tokens
         if body_size <= cfg.overlap:
@@ -102,6 +103,10 @@ def metadata_header(title: str, metadata_json: str | None) -> str:
     if metadata_json:
         lines += [f"{key}: {value}" for key, value in json.loads(metadata_json).items()]
     return "\n".join(lines) + "\n\n"
+
+
+def _optional_str(value: object) -> str | None:
+    return value if isinstance(value, str) else None
 
 
 def _unit_id(document_id: str, text: str, seen: set[str]) -> str:

@@ -120,8 +120,8 @@ def read_input_file(path: Path, cfg: InputConfig) -> tuple[list[RawDocument], li
         return [], [InputProblem(relative, f"cannot be read: {err.strerror or err}")]
     try:
         if suffix == ".parquet":
-            rows = pd.read_parquet(io.BytesIO(data)).to_dict("records")
-            return rows_to_documents(rows, relative, created, cfg)
+            frame = pd.read_parquet(io.BytesIO(data))
+            return rows_to_documents(_records(frame), relative, created, cfg)
         text = decode(data, cfg.encoding)
         if not text.strip():
             return [], [InputProblem(relative, "empty file")]
@@ -161,17 +161,26 @@ def parse_rows(text: str, suffix: str, source: str) -> tuple[list[dict[str, Any]
             frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
         except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
             raise _UnusableFile(f"not a readable CSV file: {str(err).strip()}") from None
-        return frame.to_dict("records"), []
+        return _records(frame), []
     if suffix == ".json":
-        try:
-            data = json.loads(text)
-        except json.JSONDecodeError as err:
-            raise _UnusableFile(f"not valid JSON (line {err.lineno}: {err.msg})") from None
-        rows = data if isinstance(data, list) else [data]
-        problems = [InputProblem(f"{source} item {i}", "not a JSON object") for i, row in enumerate(rows)
-                    if not isinstance(row, dict)]
-        return [row for row in rows if isinstance(row, dict)], problems
-    rows, problems = [], []
+        return _parse_json(text, source)
+    return _parse_jsonl(text, source)
+
+
+def _parse_json(text: str, source: str) -> tuple[list[dict[str, Any]], list[InputProblem]]:
+    try:
+        data = json.loads(text)
+    except json.JSONDecodeError as err:
+        raise _UnusableFile(f"not valid JSON (line {err.lineno}: {err.msg})") from None
+    items = data if isinstance(data, list) else [data]
+    problems = [InputProblem(f"{source} item {i}", "not a JSON object") for i, item in enumerate(items)
+                if not isinstance(item, dict)]
+    return [item for item in items if isinstance(item, dict)], problems
+
+
+def _parse_jsonl(text: str, source: str) -> tuple[list[dict[str, Any]], list[InputProblem]]:
+    rows: list[dict[str, Any]] = []
+    problems: list[InputProblem] = []
     for number, line in enumerate(text.splitlines(), start=1):
         if not line.strip():
             continue
@@ -220,7 +229,8 @@ def build_documents(raw: list[RawDocument], metadata_columns: list[str] | None,
                     text_column: str) -> tuple[pd.DataFrame, list[InputProblem]]:
     """The input_documents table: stable ids, duplicates reported and dropped, metadata as JSON."""
     seen: dict[str, str] = {}
-    rows, problems = [], []
+    rows: list[dict[str, Any]] = []
+    problems: list[InputProblem] = []
     for doc in raw:
         doc_id = doc.document_id or hashlib.sha256(doc.text.encode("utf-8")).hexdigest()
         if doc_id in seen:
@@ -243,6 +253,10 @@ def build_documents(raw: list[RawDocument], metadata_columns: list[str] | None,
         })
     columns = ["id", "human_readable_id", "title", "text", "creation_date", "raw_data", "metadata"]
     return pd.DataFrame(rows, columns=columns), problems
+
+
+def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
+    return [{str(k): v for k, v in row.items()} for row in frame.to_dict("records")]
 
 
 def _clean_str(value: Any) -> str:

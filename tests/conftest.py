@@ -1,0 +1,40 @@
+"""Shared fixtures: small projects on disk, and the CLI run in-process."""
+
+from __future__ import annotations
+
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from graphrag_lite.cli import app
+
+REPO = Path(__file__).resolve().parent.parent
+
+
+def write_settings(root: Path, text: str = "") -> Path:
+    root.mkdir(parents=True, exist_ok=True)
+    path = root / "settings.yaml"
+    path.write_text(text, encoding="utf-8")
+    return path
+
+
+@pytest.fixture
+def project(tmp_path: Path) -> Path:
+    """A project with two small text documents and default settings."""
+    root = tmp_path / "project"
+    (root / "input").mkdir(parents=True)
+    (root / "input" / "a.txt").write_text("Alice met Bob in Paris. " * 40, encoding="utf-8")
+    (root / "input" / "b.md").write_text("# Notes\n\nCarol works at Acme Corp in Berlin. " * 30, encoding="utf-8")
+    write_settings(root, "chunking:\n  size: 100\n  overlap: 10\n")
+    return root
+
+
+@pytest.fixture
+def cli():
+    runner = CliRunner()
+
+    def invoke(*args: str):
+        return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+    return invoke

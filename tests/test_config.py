@@ -1,0 +1,132 @@
+from pathlib import Path
+
+import pytest
+
+from graphrag_lite.config import GraphRagConfig, load_config, render_settings_yaml
+from graphrag_lite.errors import ConfigError
+from graphrag_lite.project import init_project
+from graphrag_lite.sample_settings import sample_settings_yaml
+from tests.conftest import REPO, write_settings
+
+
+def test_defaults_match_graphrag():
+    cfg = GraphRagConfig()
+    assert (cfg.chunking.size, cfg.chunking.overlap, cfg.chunking.encoding_model) == (1200, 100, "o200k_base")
+    assert cfg.extract_graph.entity_types == ["organization", "person", "geo", "event"]
+    assert cfg.extract_graph.max_gleanings == 1
+    assert cfg.cluster_graph.max_cluster_size == 10
+    assert cfg.community_reports.max_input_length == 8000
+    assert cfg.local_search.max_context_tokens == 12000
+
+
+def test_env_substitution_from_environment_and_dotenv(tmp_path, monkeypatch):
+    monkeypatch.setenv("GL_TEST_MODEL", "openai/gpt-4o")
+    monkeypatch.delenv("GL_TEST_KEY", raising=False)
+    write_settings(tmp_path, "models:\n  default_chat_model:\n    model: ${GL_TEST_MODEL}\n"
+                             "    api_key: ${GL_TEST_KEY}\n")
+    (tmp_path / ".env").write_text("GL_TEST_KEY=sk-from-dotenv\nGL_TEST_MODEL=ignored-env-wins\n")
+    cfg = load_config(tmp_path)
+    assert cfg.models["default_chat_model"].model == "openai/gpt-4o"
+    assert cfg.models["default_chat_model"].api_key.get_secret_value() == "sk-from-dotenv"
+    assert "sk-from-dotenv" not in repr(cfg)  # secrets stay masked
+
+
+def test_missing_variable_names_variable_and_line(tmp_path, monkeypatch):
+    monkeypatch.delenv("GL_NOT_SET", raising=False)
+    write_settings(tmp_path, "# a comment with ${GL_NOT_SET} is ignored\nchunking:\n  size: 300\n"
+                             "models:\n  m:\n    model: x  # trailing ${GL_NOT_SET} too\n"
+                             "    api_key: ${GL_NOT_SET}\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path)
+    assert "GL_NOT_SET" in str(err.value)
+    assert "settings.yaml:7" in str(err.value)
+
+
+def test_dollar_escape_is_literal(tmp_path):
+    write_settings(tmp_path, 'input:\n  file_pattern: ".*\\\\.txt$$"\n')
+    assert load_config(tmp_path).input.file_pattern == r".*\.txt$"
+
+
+@pytest.mark.parametrize(("text", "bad", "suggestion"), [
+    ("chunking:\n  sise: 300\n", "chunking.sise", "chunking.size"),
+    ("chunkng:\n  size: 300\n", "chunkng", "chunking"),
+    ("models:\n  default_chat_model:\n    model: x\n    concurency: 3\n",
+     "models.default_chat_model.concurency", "models.default_chat_model.concurrency"),
+])
+def test_unknown_key_names_key_and_suggests(tmp_path, text, bad, suggestion):
+    write_settings(tmp_path, text)
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path)
+    assert f"unknown key '{bad}'" in str(err.value)
+    assert f"did you mean '{suggestion}'" in str(err.value)
+
+
+def test_wrong_type_names_key_value_and_expected_type(tmp_path):
+    write_settings(tmp_path, "chunking:\n  size: lots\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path)
+    message = str(err.value)
+    assert "chunking.size" in message and "'lots'" in message and "expected int" in message
+
+
+def test_overrides_parse_values_and_reach_nested_keys(tmp_path):
+    write_settings(tmp_path, "chunking:\n  size: 300\n")
+    cfg = load_config(tmp_path, overrides=["chunking.size=500", "chunking.prepend_metadata=true",
+                                           "extract_graph.entity_types=[person, ship]",
+                                           "models.default_chat_model.concurrency=4"])
+    assert cfg.chunking.size == 500 and cfg.chunking.prepend_metadata is True
+    assert cfg.extract_graph.entity_types == ["person", "ship"]
+    assert cfg.models["default_chat_model"].concurrency == 4
+
+
+def test_override_with_typo_is_reported(tmp_path):
+    write_settings(tmp_path, "")
+    with pytest.raises(ConfigError, match=r"did you mean 'chunking\.overlap'"):
+        load_config(tmp_path, overrides=["chunking.overlapp=5"])
+    with pytest.raises(ConfigError, match=r"expected section\.key=value"):
+        load_config(tmp_path, overrides=["chunking.size"])
+
+
+def test_relative_paths_resolve_against_config_folder(tmp_path, monkeypatch):
+    root = tmp_path / "proj"
+    write_settings(root, "input:\n  base_dir: docs\noutput:\n  base_dir: ../out\n"
+                         "extract_graph:\n  prompt: prompts/x.txt\n")
+    monkeypatch.chdir(tmp_path)
+    cfg = load_config(Path("proj"))
+    assert cfg.input.base_dir == (root / "docs").resolve()
+    assert cfg.output.base_dir == (tmp_path / "out").resolve()
+    assert cfg.extract_graph.prompt == (root / "prompts" / "x.txt").resolve()
+    assert cfg.cache.base_dir == (root / "cache").resolve()
+
+
+def test_unknown_model_reference(tmp_path):
+    write_settings(tmp_path, "extract_graph:\n  model_id: default_chat_modl\n")
+    with pytest.raises(ConfigError, match="did you mean 'default_chat_model'"):
+        load_config(tmp_path)
+
+
+def test_missing_settings_file_says_what_to_do(tmp_path):
+    with pytest.raises(ConfigError, match="graphrag-lite init"):
+        load_config(tmp_path)
+
+
+def test_repository_settings_are_generated_from_the_model():
+    assert (REPO / "settings.yaml").read_text(encoding="utf-8") == sample_settings_yaml(), \
+        "settings.yaml is stale: run `make settings`"
+    cfg = load_config(REPO)
+    assert cfg.input.base_dir == REPO / "input"
+
+
+def test_rendered_defaults_round_trip(tmp_path):
+    write_settings(tmp_path, render_settings_yaml(GraphRagConfig()))
+    cfg = load_config(tmp_path)
+    defaults = GraphRagConfig()
+    for section in ("chunking", "extract_graph", "cluster_graph", "community_reports", "local_search"):
+        assert getattr(cfg, section) == getattr(defaults, section)
+
+
+def test_init_project_loads_with_its_env(tmp_path, monkeypatch):
+    monkeypatch.delenv("GRAPHRAG_API_KEY", raising=False)
+    init_project(tmp_path)
+    cfg = load_config(tmp_path)
+    assert cfg.models["default_chat_model"].api_key.get_secret_value() == "<your-api-key>"

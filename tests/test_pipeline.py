@@ -1,0 +1,152 @@
+import json
+
+import pandas as pd
+import pytest
+from rich.console import Console
+
+from graphrag_lite.config import load_config
+from graphrag_lite.errors import PipelineError
+from graphrag_lite.pipeline import Stage, StageResult, load_pipeline, run_pipeline
+from graphrag_lite.stages import STAGES
+from graphrag_lite.storage import OutputStore, atomic_path
+
+
+def index(root, *overrides, force=False, from_stage=None, pipeline="standard"):
+    cfg = load_config(root, overrides=list(overrides))
+    console = Console(record=True, width=200)
+    summary = run_pipeline(cfg, load_pipeline(pipeline, STAGES), console, force=force, from_stage=from_stage)
+    return summary, console.export_text()
+
+
+def statuses(summary):
+    return {name: s["status"] for name, s in summary.stages.items()}
+
+
+def test_index_writes_graphrag_tables_and_stats(project):
+    index(project)
+    out = project / "output"
+    documents = pd.read_parquet(out / "documents.parquet")
+    units = pd.read_parquet(out / "text_units.parquet")
+    assert list(documents.columns[:5]) == ["id", "human_readable_id", "title", "text", "creation_date"]
+    assert "text_unit_ids" in documents.columns
+    assert set(units.columns) >= {"id", "human_readable_id", "text", "n_tokens", "document_id"}
+    assert set(units["document_id"]) == set(documents["id"])
+    assert sorted(u for ids in documents["text_unit_ids"] for u in ids) == sorted(units["id"])
+    stats = json.loads((out / "stats.json").read_text())
+    assert stats["status"] == "completed"
+    chunk = stats["stages"]["chunk_text"]
+    assert chunk["rows_out"] == {"text_units": len(units), "documents": 2}
+    assert chunk["wall_s"] >= 0 and chunk["peak_rss_mb"] > 0
+
+
+def test_second_run_skips_every_stage(project):
+    index(project)
+    summary, text = index(project)
+    assert set(statuses(summary).values()) == {"unchanged, reused"}
+    assert "load_documents: unchanged" in text and "chunk_text: unchanged" in text
+
+
+def test_changing_chunk_size_reruns_chunking_only(project):
+    first, _ = index(project)
+    summary, _ = index(project, "chunking.size=50")
+    assert statuses(summary) == {"load_documents": "unchanged, reused", "chunk_text": "ran"}
+    units = summary.stages["chunk_text"]["rows_out"]["text_units"]
+    assert units > first.stages["chunk_text"]["rows_out"]["text_units"]
+
+
+def test_changing_a_document_reruns_everything(project):
+    index(project)
+    (project / "input" / "a.txt").write_text("Alice moved to Rome.", encoding="utf-8")
+    summary, _ = index(project)
+    assert statuses(summary) == {"load_documents": "ran", "chunk_text": "ran"}
+
+
+def test_identical_upstream_output_lets_downstream_skip(project):
+    index(project)
+    (project / "input" / "a.txt").touch()  # new mtime, same content
+    summary, _ = index(project)
+    assert set(statuses(summary).values()) == {"unchanged, reused"}
+
+
+def test_force_and_from_rerun_stages(project):
+    index(project)
+    assert set(statuses(index(project, force=True)[0]).values()) == {"ran"}
+    summary, _ = index(project, from_stage="chunk_text")
+    assert statuses(summary) == {"load_documents": "unchanged, reused", "chunk_text": "ran"}
+    with pytest.raises(PipelineError, match="not a stage"):
+        index(project, from_stage="nope")
+
+
+def test_a_deleted_or_edited_output_is_rebuilt(project):
+    index(project)
+    (project / "output" / "text_units.parquet").unlink()
+    assert statuses(index(project)[0])["chunk_text"] == "ran"
+
+
+def test_interrupted_stage_keeps_completed_stages(project, monkeypatch):
+    index(project)
+    chunk = STAGES["chunk_text"]
+
+    def interrupted(ctx):
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(STAGES, "chunk_text", Stage(**{**chunk.__dict__, "run": interrupted}))
+    with pytest.raises(KeyboardInterrupt):
+        index(project, "chunking.size=60")
+    stats = json.loads((project / "output" / "stats.json").read_text())
+    assert stats["status"] == "interrupted"
+    monkeypatch.setitem(STAGES, "chunk_text", chunk)
+    summary, _ = index(project, "chunking.size=60")
+    assert statuses(summary) == {"load_documents": "unchanged, reused", "chunk_text": "ran"}
+
+
+def test_atomic_write_leaves_old_file_when_writing_fails(tmp_path):
+    store = OutputStore(tmp_path)
+    store.write("t", pd.DataFrame({"a": [1, 2]}))
+
+    class Unwritable:
+        def to_parquet(self, *args, **kwargs):
+            with open(args[0], "wb") as handle:
+                handle.write(b"half a table")
+            raise OSError("disk full")
+
+    with pytest.raises(OSError, match="disk full"):
+        store.write("t", Unwritable())  # type: ignore[arg-type]
+    assert store.read("t")["a"].tolist() == [1, 2]
+    assert [p.name for p in tmp_path.iterdir()] == ["t.parquet"]  # no temp file left behind
+
+
+def test_atomic_path_replaces_in_one_step(tmp_path):
+    target = tmp_path / "x.json"
+    target.write_text("old")
+    with atomic_path(target) as tmp:
+        tmp.write_text("new")
+        assert target.read_text() == "old"
+    assert target.read_text() == "new"
+
+
+def test_pipeline_files_are_checked(tmp_path):
+    bad = tmp_path / "p.yaml"
+    bad.write_text("stages: [load_documents, chunk_txt]\n")
+    with pytest.raises(PipelineError, match="did you mean 'chunk_text'"):
+        load_pipeline(str(bad), STAGES)
+    bad.write_text("stages: [chunk_text]\n")
+    with pytest.raises(PipelineError, match="no earlier stage writes"):
+        load_pipeline(str(bad), STAGES)
+    with pytest.raises(PipelineError, match="did you mean 'standard'"):
+        load_pipeline("standrd", STAGES)
+
+
+def test_a_config_may_name_its_own_pipeline_file(project):
+    (project / "mine.yaml").write_text("stages: [load_documents]\n")
+    cfg = load_config(project, overrides=["pipeline=mine.yaml"])
+    pipeline = load_pipeline(cfg.pipeline, STAGES, cfg.root_dir)
+    assert [s.name for s in pipeline.stages] == ["load_documents"]
+
+
+def test_stage_must_return_what_it_declares(project, monkeypatch):
+    chunk = STAGES["chunk_text"]
+    monkeypatch.setitem(STAGES, "chunk_text",
+                        Stage(**{**chunk.__dict__, "run": lambda ctx: StageResult(tables={})}))
+    with pytest.raises(PipelineError, match="did not produce"):
+        index(project)
