@@ -48,6 +48,8 @@ class ModelConfig(Section):
     max_retries: int = Field(10, ge=0, description="retries of a failed or malformed call")
     max_retry_wait: float = Field(60.0, gt=0, description="longest wait between retries, seconds")
     timeout: float = Field(180.0, gt=0, description="seconds before a call is abandoned and retried")
+    max_parse_retries: int = Field(2, ge=0, description="follow-ups asking the model to correct an answer "
+                                   "that could not be parsed")
 
 
 def _default_models() -> dict[str, ModelConfig]:
@@ -150,6 +152,13 @@ class CacheConfig(Section):
     base_dir: Path = Field(Path("cache"), description="folder of the cache")
 
 
+class BudgetConfig(Section):
+    max_cost_usd: float | None = Field(None, gt=0, description="stop the run (keeping finished work) once "
+                                       "model calls cost this much; unset: no limit")
+    max_tokens: int | None = Field(None, gt=0, description="stop the run once model calls used this many "
+                                   "tokens; unset: no limit")
+
+
 class OutputConfig(Section):
     base_dir: Path = Field(Path("output"), description="folder of the index tables and stats.json")
 
@@ -174,6 +183,7 @@ class GraphRagConfig(Section):
     global_search: GlobalSearchConfig = Field(default_factory=GlobalSearchConfig)
     basic_search: BasicSearchConfig = Field(default_factory=BasicSearchConfig)
     cache: CacheConfig = Field(default_factory=CacheConfig)
+    budget: BudgetConfig = Field(default_factory=BudgetConfig)
     output: OutputConfig = Field(default_factory=OutputConfig)
 
     root_dir: Path = Field(Path("."), exclude=True, description="folder of the config file (set by the loader)")

@@ -1,0 +1,58 @@
+"""A persistent, content-addressed cache of validated model answers (SQLite in WAL mode).
+
+Only answers that passed the caller's parser are stored, so a malformed answer is never replayed. The key
+is a hash of the model string, the messages, the response format and the call arguments; never the API key
+or the base URL. WAL mode and a busy timeout make it safe for several processes writing at once, and a
+crash loses at most the answer being written.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import sqlite3
+import time
+from pathlib import Path
+from typing import Any
+
+SCHEMA = """
+CREATE TABLE IF NOT EXISTS answers (
+    key TEXT PRIMARY KEY,
+    kind TEXT NOT NULL,
+    value TEXT NOT NULL,
+    created REAL NOT NULL
+)
+"""
+
+
+def cache_key(kind: str, model: str, payload: Any, call_args: dict[str, Any]) -> str:
+    data = json.dumps({"kind": kind, "model": model, "payload": payload, "args": call_args},
+                      sort_keys=True, ensure_ascii=False, default=str)
+    return hashlib.sha256(data.encode("utf-8")).hexdigest()
+
+
+class AnswerCache:
+    def __init__(self, folder: Path) -> None:
+        folder.mkdir(parents=True, exist_ok=True)
+        self.path = folder / "llm_cache.sqlite"
+        self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+        self._db.execute("PRAGMA journal_mode=WAL")
+        self._db.execute("PRAGMA synchronous=NORMAL")
+        self._db.execute(SCHEMA)
+
+    def get(self, key: str) -> Any | None:
+        row = self._db.execute("SELECT value FROM answers WHERE key = ?", (key,)).fetchone()
+        return json.loads(row[0]) if row else None
+
+    def put(self, key: str, kind: str, value: Any) -> None:
+        self._db.execute("INSERT OR REPLACE INTO answers (key, kind, value, created) VALUES (?, ?, ?, ?)",
+                         (key, kind, json.dumps(value, ensure_ascii=False), time.time()))
+
+    def delete(self, key: str) -> None:
+        self._db.execute("DELETE FROM answers WHERE key = ?", (key,))
+
+    def __len__(self) -> int:
+        return int(self._db.execute("SELECT COUNT(*) FROM answers").fetchone()[0])
+
+    def close(self) -> None:
+        self._db.close()

@@ -1,0 +1,429 @@
+"""`fake/...`: a LiteLLM custom provider that answers like a model, offline and deterministically.
+
+It reads what the prompt asks for (GraphRAG-style graph or claim extraction, a gleaning follow-up, a
+description summary, a community report, a global-search map step, or a plain answer) and computes a
+well-formed answer from the text in the prompt. Options after `?` in the model string inject faults and
+latency, so retries, caching and budgets can be tested end to end:
+
+    fake/default?latency=0.2&rate_limit=0.3&retry_after=0.05&server_error=0.1&timeout=0.1
+                &malformed=0.2&fenced=1&truncate=0.1&auth=1&seed=7
+    fake/embedding?dim=128
+
+Fractions are probabilities per request (drawn from a seeded generator); `timeout` sleeps past the
+gateway's timeout. A follow-up that asks to correct an unusable answer is always answered well.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import hashlib
+import json
+import math
+import random
+import re
+import time
+from collections.abc import Callable
+from dataclasses import dataclass, field
+from typing import Any
+from urllib.parse import parse_qsl
+
+import httpx
+import litellm
+from litellm import CustomLLM
+from litellm.types.utils import EmbeddingResponse, ModelResponse, Usage
+
+from graphrag_lite.tokens import count_tokens
+
+TUPLE, RECORD, COMPLETE = "<|>", "##", "<|COMPLETE|>"
+STOPWORDS = frozenset("""a an and the he she it they we i you his her its their our my your this that these those
+there here then when what which who whom why how if in on at to of for from by with as but or nor so yet not no
+yes all any each every some one two mr mrs ms dr sir lady lord after before while during since until upon into
+about above below up down out over under again once also only just very chapter""".split())
+HONORIFICS = ("Mr", "Mrs", "Ms", "Dr", "Sir", "Lady", "Lord", "Captain", "Capt", "Colonel", "Agent", "Professor")
+ORG_SUFFIXES = ("Corp", "Corporation", "Inc", "Ltd", "Company", "University", "Agency", "Office", "Council",
+                "Committee", "Bank", "Institute", "Navy", "Army", "Society", "Group", "Foundation")
+PHRASE = re.compile(r"\b[A-Z][\w'’-]*(?:\s+(?:of|the|de|van|von|and)?\s*[A-Z][\w'’-]*)*")
+
+
+@dataclass
+class FakeStats:
+    """What the fake provider was asked, for tests and benchmarks."""
+
+    completions: int = 0
+    embeddings: int = 0
+    in_flight: int = 0
+    peak_in_flight: int = 0
+    started: list[float] = field(default_factory=list)
+
+    def reset(self) -> None:
+        self.__init__()  # type: ignore[misc]
+
+
+STATS = FakeStats()
+
+
+@dataclass(frozen=True)
+class Options:
+    name: str
+    latency: float = 0.0
+    rate_limit: float = 0.0
+    retry_after: float = 0.05
+    server_error: float = 0.0
+    timeout: float = 0.0
+    malformed: float = 0.0
+    fenced: float = 0.0
+    truncate: float = 0.0
+    auth: float = 0.0
+    dim: int = 128
+    seed: int = 0
+
+    @staticmethod
+    def parse(model: str) -> Options:
+        name, _, query = model.partition("?")
+        values: dict[str, Any] = {}
+        for key, raw in parse_qsl(query):
+            kind = Options.__dataclass_fields__[key].type  # KeyError names an unknown option
+            values[key] = int(raw) if kind == "int" else float(raw)
+        return Options(name=name, **values)
+
+
+class FakeLLM(CustomLLM):
+    def __init__(self) -> None:
+        super().__init__()
+        self._random: dict[int, random.Random] = {}
+
+    # ------------------------------------------------------------ LiteLLM entry points
+
+    def completion(self, *args: Any, **kwargs: Any) -> ModelResponse:
+        return _run_sync(self.acompletion(*args, **kwargs))
+
+    async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:  # type: ignore[override]
+        options = Options.parse(model)
+        STATS.completions += 1
+        STATS.started.append(time.monotonic())
+        STATS.in_flight += 1
+        STATS.peak_in_flight = max(STATS.peak_in_flight, STATS.in_flight)
+        try:
+            if options.latency:
+                await asyncio.sleep(options.latency)
+            correcting = _is_correction(messages)
+            if not correcting:
+                await self._inject_fault(options, model)
+            text = answer(messages)
+            text = text if correcting else self._damage(options, text)
+        finally:
+            STATS.in_flight -= 1
+        response: ModelResponse = kwargs.get("model_response") or ModelResponse()
+        response.choices[0].message.content = text  # type: ignore[union-attr]
+        prompt_tokens = sum(count_tokens(str(m.get("content", "")), "o200k_base") for m in messages)
+        completion_tokens = count_tokens(text, "o200k_base")
+        response.usage = Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,  # type: ignore[attr-defined]
+                               total_tokens=prompt_tokens + completion_tokens)
+        response.model = options.name
+        return response
+
+    def embedding(self, *args: Any, **kwargs: Any) -> EmbeddingResponse:
+        return _run_sync(self.aembedding(*args, **kwargs))
+
+    async def aembedding(self, model: str, input: list, model_response: EmbeddingResponse,  # type: ignore[override]
+                         *args: Any, **kwargs: Any) -> EmbeddingResponse:
+        options = Options.parse(model)
+        STATS.embeddings += 1
+        if options.latency:
+            await asyncio.sleep(options.latency)
+        await self._inject_fault(options, model)
+        model_response.data = [{"object": "embedding", "index": i, "embedding": embed_text(str(t), options.dim)}
+                               for i, t in enumerate(input)]
+        tokens = sum(count_tokens(str(t), "o200k_base") for t in input)
+        model_response.usage = Usage(prompt_tokens=tokens, completion_tokens=0, total_tokens=tokens)
+        model_response.model = options.name
+        return model_response
+
+    # ------------------------------------------------------------ faults
+
+    def _draw(self, options: Options) -> float:
+        generator = self._random.setdefault(options.seed, random.Random(options.seed))
+        return generator.random()
+
+    async def _inject_fault(self, options: Options, model: str) -> None:
+        request = httpx.Request("POST", "http://fake.invalid/v1/chat/completions")
+        if options.auth and self._draw(options) < options.auth:
+            raise litellm.AuthenticationError("invalid api key", llm_provider="fake", model=model)
+        if options.rate_limit and self._draw(options) < options.rate_limit:
+            response = httpx.Response(429, headers={"retry-after": str(options.retry_after)}, request=request)
+            raise litellm.RateLimitError("rate limited", llm_provider="fake", model=model, response=response)
+        if options.server_error and self._draw(options) < options.server_error:
+            raise litellm.InternalServerError("fake server error", llm_provider="fake", model=model)
+        if options.timeout and self._draw(options) < options.timeout:
+            await asyncio.sleep(3600)  # the gateway's timeout fires first
+
+    def _damage(self, options: Options, text: str) -> str:
+        if options.malformed and self._draw(options) < options.malformed:
+            return text[: len(text) // 3].replace("}", "").replace(COMPLETE, "") or "I cannot answer that."
+        if options.truncate and self._draw(options) < options.truncate:
+            return text[: len(text) // 2]
+        if options.fenced and self._draw(options) < options.fenced and text.lstrip().startswith("{"):
+            return f"Here is the answer you asked for:\n```json\n{text}\n```\nLet me know if you need more."
+        return text
+
+
+def register_fake_provider() -> None:
+    """Make `fake/...` model strings reach FakeLLM (idempotent)."""
+    if not any(item["provider"] == "fake" for item in litellm.custom_provider_map):
+        litellm.custom_provider_map.append({"provider": "fake", "custom_handler": FakeLLM()})
+        from litellm.utils import custom_llm_setup
+
+        custom_llm_setup()
+
+
+def _run_sync(coroutine: Any) -> Any:
+    return asyncio.run(coroutine)
+
+
+# ---------------------------------------------------------------- answers
+
+
+def answer(messages: list[dict[str, Any]]) -> str:
+    """Route on what the conversation asks for and compute the answer from the text it contains."""
+    first = str(messages[0].get("content", ""))
+    last = str(messages[-1].get("content", ""))
+    prior = [str(m.get("content", "")) for m in messages[1:] if m.get("role") == "assistant"]
+    for matches, respond in ROUTES:
+        if matches(first, last):
+            return respond(first, last, prior)
+    return plain_answer(first, last)
+
+
+def _is_correction(messages: list[dict[str, Any]]) -> bool:
+    return len(messages) > 1 and "could not be used" in str(messages[-1].get("content", ""))
+
+
+def _is_loop_check(first: str, last: str) -> bool:
+    return "Answer Y if there are still" in last or "Answer Y or N" in last
+
+
+def _is_continue(first: str, last: str) -> bool:
+    return "were missed in the last extraction" in last
+
+
+def _is_claims(first: str, last: str) -> bool:
+    return "analyze claims" in first or "-Target activity-" in first
+
+
+def _is_graph(first: str, last: str) -> bool:
+    return '("entity"' in first and "relationship" in first
+
+
+def _is_summary(first: str, last: str) -> bool:
+    return "comprehensive summary" in first
+
+
+def _is_report(first: str, last: str) -> bool:
+    return "community" in first.lower() and '"findings"' in first
+
+
+def _is_map(first: str, last: str) -> bool:
+    return '"points"' in first
+
+
+# -- extraction
+
+
+def source_text(prompt: str) -> str:
+    """The document text of an extraction prompt (after the last `Text:`, before `Output:`)."""
+    start = prompt.rfind("Text:")
+    text = prompt[start + 5:] if start >= 0 else prompt
+    end = text.rfind("Output:")
+    return (text[:end] if end >= 0 else text).strip()
+
+
+def entity_types(prompt: str) -> list[str]:
+    found = re.search(r"types?:\s*\[([^\]]*)\]", prompt)
+    types = [t.strip().upper() for t in found.group(1).split(",")] if found else []
+    return [t for t in types if t] or ["ORGANIZATION", "PERSON", "GEO", "EVENT"]
+
+
+def sentences(text: str) -> list[str]:
+    return [s.strip() for s in re.split(r"(?<=[.!?])\s+", text) if s.strip()]
+
+
+def find_entities(text: str, types: list[str]) -> dict[str, tuple[str, str]]:
+    """Capitalised phrases -> (type, first sentence they appear in), in order of first appearance."""
+    found: dict[str, tuple[str, str]] = {}
+    for sentence in sentences(text):
+        for match in PHRASE.finditer(sentence):
+            words = match.group(0).split()
+            while words and words[0].lower() in STOPWORDS:
+                words = words[1:]
+            name = " ".join(words).strip("'’-")
+            if len(name) < 3 or name.lower() in STOPWORDS or name.upper() in found:
+                continue
+            before = sentence[: match.start()].rstrip(" .").split()
+            found[name.upper()] = (_guess_type(name, before[-1] if before else "", types), sentence)
+    return found
+
+
+def _guess_type(name: str, previous: str, types: list[str]) -> str:
+    def pick(kind: str) -> str:
+        return kind if kind in types else types[0]
+
+    if previous.strip(".") in HONORIFICS:
+        return pick("PERSON")
+    if name.split()[-1] in ORG_SUFFIXES:
+        return pick("ORGANIZATION")
+    if previous.lower() in ("in", "at", "to", "from", "near"):
+        return pick("GEO")
+    return pick("PERSON") if len(name.split()) == 2 else pick("ORGANIZATION")
+
+
+def _records_for(names: list[str], found: dict[str, tuple[str, str]]) -> list[str]:
+    records = [f'("entity"{TUPLE}{n}{TUPLE}{found[n][0]}{TUPLE}{n.title()} appears in the text: {_clip(found[n][1])})'
+               for n in names]
+    chosen = set(names)
+    pairs: dict[tuple[str, str], list[str]] = {}
+    for sentence in sentences(" ".join(s for _, s in found.values())):
+        inside = [n for n in found if n.lower() in sentence.lower()]
+        for i, a in enumerate(inside):
+            for b in inside[i + 1:]:
+                if a in chosen or b in chosen:
+                    pairs.setdefault((a, b), []).append(sentence)
+    for (a, b), where in pairs.items():
+        records.append(f'("relationship"{TUPLE}{a}{TUPLE}{b}{TUPLE}{a.title()} and {b.title()} are mentioned '
+                       f'together: {_clip(where[0])}{TUPLE}{min(10, 2 + 2 * len(where))})')
+    return records
+
+
+def graph_extraction(first: str, last: str, prior: list[str]) -> str:
+    found = find_entities(source_text(first), entity_types(first))
+    names = list(found)
+    keep = names if len(names) < 3 else names[: math.ceil(len(names) * 2 / 3)]  # leave some for gleaning
+    return RECORD.join(_records_for(keep, found)) + COMPLETE
+
+
+def continue_extraction(first: str, last: str, prior: list[str]) -> str:
+    if _is_claims(first, last):
+        return COMPLETE
+    found = find_entities(source_text(first), entity_types(first))
+    emitted = " ".join(prior)
+    rest = [n for n in found if f'"entity"{TUPLE}{n}{TUPLE}' not in emitted]
+    return RECORD.join(_records_for(rest, found)) + COMPLETE if rest else COMPLETE
+
+
+def loop_check(first: str, last: str, prior: list[str]) -> str:
+    if _is_claims(first, last):
+        return "N"
+    found = find_entities(source_text(first), entity_types(first))
+    emitted = " ".join(prior)
+    return "Y" if any(f'"entity"{TUPLE}{n}{TUPLE}' not in emitted for n in found) else "N"
+
+
+def claim_extraction(first: str, last: str, prior: list[str]) -> str:
+    found = find_entities(source_text(first), entity_types(first))
+    claims = []
+    for name, (_, sentence) in list(found.items())[:5]:
+        claims.append(f"({name}{TUPLE}NONE{TUPLE}MENTION{TUPLE}TRUE{TUPLE}NONE{TUPLE}NONE{TUPLE}"
+                      f"{name.title()} is reported in the text{TUPLE}{_clip(sentence)})")
+    return RECORD.join(claims) + COMPLETE
+
+
+# -- summaries, reports, map, answers
+
+
+def summarize(first: str, last: str, prior: list[str]) -> str:
+    part = first.split("Description List:")[-1]
+    descriptions = [d.strip(' "[],') for d in re.split(r"\n|\",\s*\"", part) if d.strip(' "[],')]
+    unique = list(dict.fromkeys(d for d in descriptions if not d.startswith("#") and len(d) > 3))
+    return " ".join(unique)[:1500] or "No description."
+
+
+def table_rows(text: str, header: str) -> list[list[str]]:
+    """Rows of a `-----Header-----` table with `|` or `,` separated columns (header row skipped)."""
+    block = re.search(rf"-----{header}-----\n(.*?)(?:\n-----|\Z)", text, re.DOTALL)
+    if not block:
+        return []
+    lines = [line for line in block.group(1).strip().splitlines() if line.strip()]
+    splitter = "|" if lines and "|" in lines[0] else ","
+    return [[c.strip() for c in line.split(splitter)] for line in lines[1:]]
+
+
+def community_report(first: str, last: str, prior: list[str]) -> str:
+    entities = table_rows(first, "Entities")
+    relationships = table_rows(first, "Relationships")
+    names = [row[1] for row in entities if len(row) > 1][:3] or ["the community"]
+    findings = [{"summary": f"{row[1]} and {row[2]}",
+                 "explanation": f"{row[3] if len(row) > 3 else ''} [Data: Relationships ({row[0]})]"}
+                for row in relationships[:5] if len(row) > 2]
+    findings += [{"summary": row[1], "explanation": f"{row[2] if len(row) > 2 else ''} [Data: Entities ({row[0]})]"}
+                 for row in entities[: max(0, 3 - len(findings))] if len(row) > 1]
+    report = {
+        "title": " and ".join(names[:2]) + (" community" if len(names) > 2 else ""),
+        "summary": f"This community centres on {', '.join(names)}, with {len(entities)} entities and "
+                   f"{len(relationships)} relationships.",
+        "rating": min(10.0, round(1 + len(entities) / 2 + len(relationships) / 4, 1)),
+        "rating_explanation": "Rated by the number of entities and relationships in the community.",
+        "findings": findings or [{"summary": names[0], "explanation": "The community has little detail."}],
+    }
+    return json.dumps(report)
+
+
+def _words(text: str) -> set[str]:
+    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in STOPWORDS and len(w) > 2}
+
+
+def _question(first: str, last: str) -> str:
+    return last if last != first else first.rsplit("Question:", 1)[-1]
+
+
+def map_points(first: str, last: str, prior: list[str]) -> str:
+    question = _words(_question(first, last))
+    points = []
+    for line in first.splitlines():
+        overlap = len(question & _words(line))
+        if overlap and "|" in line:
+            ident = line.split("|", 1)[0].strip()
+            points.append({"description": f"{_clip(line, 200)} [Data: Reports ({ident})]", "score": min(100, 20 * overlap)})
+    points.sort(key=lambda p: -int(str(p["score"])))
+    return json.dumps({"points": points[:5]})
+
+
+def plain_answer(first: str, last: str, prior: list[str] | None = None) -> str:
+    question = _words(_question(first, last))
+    lines = [line.strip() for line in first.splitlines() if "|" in line or len(line) > 40]
+    ranked = sorted(lines, key=lambda line: -len(question & _words(line)))
+    best = [line for line in ranked[:3] if question & _words(line)]
+    if not best:
+        return "I do not know: the provided data does not answer this question."
+    return "Based on the data: " + " ".join(_clip(line, 300) for line in best)
+
+
+def _clip(text: str, limit: int = 160) -> str:
+    text = " ".join(text.replace(TUPLE, " ").replace(RECORD, " ").split())
+    return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
+
+
+ROUTES: list[tuple[Callable[[str, str], bool], Callable[[str, str, list[str]], str]]] = [
+    (_is_loop_check, loop_check),
+    (_is_continue, continue_extraction),
+    (_is_claims, claim_extraction),
+    (_is_graph, graph_extraction),
+    (_is_summary, summarize),
+    (_is_report, community_report),
+    (_is_map, map_points),
+]
+
+
+# ---------------------------------------------------------------- embeddings
+
+
+def embed_text(text: str, dim: int) -> list[float]:
+    """A deterministic vector that keeps lexical similarity: hashed words and character trigrams."""
+    vector = [0.0] * dim
+    lowered = text.lower()
+    features = re.findall(r"\w+", lowered)
+    features += [lowered[i:i + 3] for i in range(max(0, len(lowered) - 2))]
+    for feature in features:
+        digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+        bucket = int.from_bytes(digest[:4], "little") % dim
+        vector[bucket] += 1.0 if digest[4] & 1 else -1.0
+    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+    return [v / norm for v in vector]

@@ -1,0 +1,358 @@
+"""The one way the project calls a model: LiteLLM behind concurrency and rate limits, retries, a validated
+cache, a cost ledger and a budget.
+
+    gateway = Gateway(config)
+    result = await gateway.chat("default_chat_model", messages, stage="extract_graph", parse=my_parser)
+    vectors = await gateway.embed("default_embedding_model", texts, stage="embed_text")
+
+A chat answer is returned (and cached) only after `parse` accepted it; an answer `parse` rejects is sent
+back to the model once per `max_parse_retries` with the reason, then the call fails with LLMCallError,
+which stages count and report. Problems no retry can fix (a wrong key, an unknown model, a prompt larger
+than the context window) raise LLMConfigurationError and stop the run with the fix in the message.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import random
+import time
+from collections.abc import Callable, Sequence
+from dataclasses import dataclass
+from typing import Any, Generic, TypeVar
+
+from graphrag_lite.config import GraphRagConfig, ModelConfig
+from graphrag_lite.errors import GraphragLiteError
+from graphrag_lite.llm.cache import AnswerCache, cache_key
+from graphrag_lite.llm.ledger import CallRecord, Ledger
+from graphrag_lite.llm.limits import ModelLimiter
+from graphrag_lite.llm.structured import ParseError
+from graphrag_lite.tokens import count_tokens
+
+T = TypeVar("T")
+Messages = list[dict[str, str]]
+TOKEN_ENCODING = "o200k_base"  # for estimates before sending; the provider's count is reconciled after
+RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
+CORRECTION = ("Your previous answer could not be used: {error}. Answer again, in exactly the format the "
+              "first message asked for, with nothing before or after it.")
+
+
+class LLMCallError(GraphragLiteError):
+    """One call failed after its retries; the caller counts it and goes on."""
+
+
+class LLMConfigurationError(GraphragLiteError):
+    """A call can never succeed as configured (authentication, unknown model, context window)."""
+
+    exit_code = 2
+
+
+@dataclass
+class ChatResult(Generic[T]):
+    value: T
+    text: str
+    cached: bool
+
+
+@dataclass
+class _Answer:
+    text: str
+    prompt_tokens: int
+    completion_tokens: int
+    cost_usd: float | None
+    retries: int
+
+    def plus(self, other: _Answer) -> _Answer:
+        """Totals over the attempts of one call; the text is the latest answer's."""
+        cost = None if self.cost_usd is None and other.cost_usd is None else (self.cost_usd or 0) + (other.cost_usd or 0)
+        return _Answer(other.text, self.prompt_tokens + other.prompt_tokens,
+                       self.completion_tokens + other.completion_tokens, cost, self.retries + other.retries)
+
+
+class Gateway:
+    def __init__(self, config: GraphRagConfig, use_cache: bool = True) -> None:
+        self.models = config.models
+        self.cache = AnswerCache(config.cache.base_dir) if use_cache and config.cache.enabled else None
+        self.ledger = Ledger(config.budget.max_cost_usd, config.budget.max_tokens)
+        self._limiters: dict[tuple[str, int], ModelLimiter] = {}
+        self._litellm = _load_litellm(self.models.values())
+
+    # ------------------------------------------------------------ chat
+
+    async def chat(self, model_id: str, messages: Messages, *, stage: str,
+                   parse: Callable[[str], T] | None = None, json_mode: bool = False) -> ChatResult[T]:
+        model = self._model(model_id)
+        args = self._call_args(model, json_mode)
+        parser: Callable[[str], Any] = parse or (lambda text: text)
+        key = cache_key("chat", model.model, messages, args)
+        cached = self.cache.get(key) if self.cache else None
+        if cached is not None:
+            try:
+                value = parser(cached["text"])
+            except ParseError:  # stored by an older parser that accepted more; ask the model again
+                assert self.cache is not None
+                self.cache.delete(key)
+            else:
+                self._record(stage, model_id, "chat", _Answer(cached["text"], 0, 0, 0.0, 0), None, 0, ok=True)
+                return ChatResult(value=value, text=cached["text"], cached=True)
+
+        conversation = list(messages)
+        started = time.perf_counter()
+        spent = _Answer("", 0, 0, None, 0)
+        last_error: Exception | None = None
+        for parse_attempt in range(model.max_parse_retries + 1):
+            try:
+                answer = await self._send_chat(model_id, model, conversation, args, stage)
+            except LLMCallError:
+                self._record(stage, model_id, "chat", spent, started, parse_attempt, ok=False)
+                raise
+            spent = spent.plus(answer)
+            try:
+                value = parser(answer.text)
+            except ParseError as err:
+                conversation += [{"role": "assistant", "content": answer.text},
+                                 {"role": "user", "content": CORRECTION.format(error=err)}]
+                last_error = err
+                continue
+            self._record(stage, model_id, "chat", spent, started, parse_attempt, ok=True)
+            if self.cache:
+                self.cache.put(key, "chat", {"text": answer.text})
+            return ChatResult(value=value, text=answer.text, cached=False)
+        self._record(stage, model_id, "chat", spent, started, model.max_parse_retries, ok=False)
+        raise LLMCallError(f"model '{model_id}' gave no usable answer in {model.max_parse_retries + 1} tries "
+                           f"(last problem: {last_error})")
+
+    async def _send_chat(self, model_id: str, model: ModelConfig, messages: Messages, args: dict[str, Any],
+                         stage: str) -> _Answer:
+        estimate = sum(count_tokens(m["content"], TOKEN_ENCODING) + 4 for m in messages)
+
+        async def call() -> Any:
+            return await self._litellm.acompletion(model=model.model, messages=messages, **self._connection(model),
+                                                   **args)
+
+        response, retries = await self._with_retries(model_id, model, estimate, call, stage)
+        usage = getattr(response, "usage", None)
+        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or estimate)
+        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
+        text = response.choices[0].message.content or ""
+        return _Answer(text, prompt_tokens, completion_tokens, self._cost(response), retries)
+
+    # ------------------------------------------------------------ embeddings
+
+    async def embed(self, model_id: str, texts: Sequence[str], *, stage: str, batch_size: int = 16,
+                    batch_max_tokens: int = 8191) -> list[list[float]]:
+        """Vectors for `texts`, in order. Cached texts are not sent; the rest go in batches bounded by count
+        and by tokens, concurrently within the model's limits."""
+        model = self._model(model_id)
+        args = dict(model.call_args)
+        keys = [cache_key("embedding", model.model, text, args) for text in texts]
+        vectors: list[list[float] | None] = [self.cache.get(k) if self.cache else None for k in keys]
+        hits = sum(v is not None for v in vectors)
+        if hits:
+            self._record(stage, model_id, "embedding", _Answer("", 0, 0, 0.0, 0), None, 0, ok=True)
+        missing = [i for i, v in enumerate(vectors) if v is None]
+        batches = _batches([texts[i] for i in missing], batch_size, batch_max_tokens)
+
+        async def run(batch: list[int]) -> None:
+            items = [texts[missing[i]] for i in batch]
+            started = time.perf_counter()
+            estimate = sum(count_tokens(t, TOKEN_ENCODING) for t in items)
+
+            async def call() -> Any:
+                return await self._litellm.aembedding(model=model.model, input=items, **self._connection(model),
+                                                      **args)
+
+            try:
+                response, retries = await self._with_retries(model_id, model, estimate, call, stage)
+            except LLMCallError:
+                self._record(stage, model_id, "embedding", _Answer("", 0, 0, None, 0), started, 0, ok=False)
+                raise
+            usage = getattr(response, "usage", None)
+            tokens = int(getattr(usage, "prompt_tokens", 0) or estimate)
+            answer = _Answer("", tokens, 0, self._cost(response), retries)
+            self._record(stage, model_id, "embedding", answer, started, 0, ok=True)
+            for position, item in zip(batch, response.data, strict=True):
+                vector = list(item["embedding"] if isinstance(item, dict) else item.embedding)
+                vectors[missing[position]] = vector
+                if self.cache:
+                    self.cache.put(keys[missing[position]], "embedding", vector)
+
+        await asyncio.gather(*(run(batch) for batch in batches))
+        return [v for v in vectors if v is not None]
+
+    # ------------------------------------------------------------ transport
+
+    async def _with_retries(self, model_id: str, model: ModelConfig, estimate: int,
+                            call: Callable[[], Any], stage: str) -> tuple[Any, int]:
+        limiter = self._limiter(model_id, model)
+        for attempt in range(model.max_retries + 1):
+            self.ledger.check_budget()
+            await limiter.admit(estimate)
+            rate_limited = False
+            used: int | None = None
+            try:
+                response = await asyncio.wait_for(call(), timeout=model.timeout)
+                usage = getattr(response, "usage", None)
+                used = int(getattr(usage, "total_tokens", 0) or 0) or None
+                return response, attempt
+            except Exception as err:  # classified below: retried, or raised with a clear message
+                rate_limited = _status(err) == 429
+                delay = self._retry_delay(model_id, model, err, attempt)
+                if attempt == model.max_retries:
+                    raise LLMCallError(f"model '{model_id}' failed {attempt + 1} times in stage {stage}: "
+                                       f"{_describe(err, model)}") from None
+            finally:
+                await limiter.done(estimate, used, rate_limited)
+            await asyncio.sleep(delay)
+        raise AssertionError("unreachable")
+
+    def _retry_delay(self, model_id: str, model: ModelConfig, err: Exception, attempt: int) -> float:
+        """Seconds to wait before retrying `err`, or raise when retrying cannot help."""
+        fatal = _fatal_reason(err, model_id, model)
+        if fatal:
+            raise LLMConfigurationError(fatal) from None
+        if not _retryable(err):
+            raise LLMCallError(f"model '{model_id}': {_describe(err, model)}") from None
+        retry_after = _retry_after(err)
+        if retry_after is not None:
+            return min(retry_after, 600.0)
+        ceiling = min(model.max_retry_wait, 2.0 ** attempt)
+        return random.uniform(ceiling / 2, ceiling)  # jitter spreads retries that failed together
+
+    # ------------------------------------------------------------ helpers
+
+    def _model(self, model_id: str) -> ModelConfig:
+        if model_id not in self.models:
+            raise LLMConfigurationError(f"model id '{model_id}' is not defined under `models` in settings.yaml")
+        return self.models[model_id]
+
+    def _limiter(self, model_id: str, model: ModelConfig) -> ModelLimiter:
+        # asyncio primitives belong to one event loop; stages may each run their own loop.
+        key = (model_id, id(asyncio.get_running_loop()))
+        if key not in self._limiters:
+            self._limiters[key] = ModelLimiter(model.concurrency, model.requests_per_minute, model.tokens_per_minute)
+        return self._limiters[key]
+
+    def limiter(self, model_id: str) -> ModelLimiter:
+        """The limiter of a model in the running event loop (for tests and benchmarks)."""
+        return self._limiter(model_id, self._model(model_id))
+
+    def _call_args(self, model: ModelConfig, json_mode: bool) -> dict[str, Any]:
+        args = dict(model.call_args)
+        if json_mode and self._supports(model, "response_format"):
+            args.setdefault("response_format", {"type": "json_object"})
+        return args
+
+    def _supports(self, model: ModelConfig, param: str) -> bool:
+        try:
+            return param in (self._litellm.get_supported_openai_params(model=model.model) or [])
+        except Exception:  # litellm does not know the model: send only what was configured
+            return False
+
+    @staticmethod
+    def _connection(model: ModelConfig) -> dict[str, Any]:
+        connection: dict[str, Any] = {"num_retries": 0}  # retries are ours, with our limits and ledger
+        if model.api_key is not None:
+            connection["api_key"] = model.api_key.get_secret_value()
+        if model.api_base:
+            connection["api_base"] = model.api_base
+        if model.api_version:
+            connection["api_version"] = model.api_version
+        return connection
+
+    def _cost(self, response: Any) -> float | None:
+        try:
+            return float(self._litellm.completion_cost(completion_response=response))
+        except Exception:  # not in the price map (local and fake models)
+            return None
+
+    def _record(self, stage: str, model_id: str, kind: str, answer: _Answer, started: float | None,
+                parse_retries: int, ok: bool) -> None:
+        """One record per logical call, summed over its attempts; `started` None marks a cache hit."""
+        latency = 0.0 if started is None else time.perf_counter() - started
+        self.ledger.add(CallRecord(stage=stage, model_id=model_id, kind=kind, prompt_tokens=answer.prompt_tokens,
+                                   completion_tokens=answer.completion_tokens, cost_usd=answer.cost_usd,
+                                   latency_s=latency, cache_hit=started is None, retries=answer.retries,
+                                   parse_retries=parse_retries, ok=ok))
+
+    def close(self) -> None:
+        if self.cache:
+            self.cache.close()
+
+
+def _load_litellm(models: Any) -> Any:
+    import litellm  # imported on first use: it takes seconds, and model-free pipelines never need it
+
+    litellm.suppress_debug_info = True
+    litellm.drop_params = True  # a parameter a provider does not take is dropped, not an error
+    if any(m.model.startswith("fake/") for m in models):
+        from graphrag_lite.llm.fake import register_fake_provider
+
+        register_fake_provider()
+    return litellm
+
+
+def _batches(texts: list[str], size: int, max_tokens: int) -> list[list[int]]:
+    batches: list[list[int]] = []
+    current: list[int] = []
+    tokens = 0
+    for index, text in enumerate(texts):
+        n = count_tokens(text, TOKEN_ENCODING)
+        if current and (len(current) >= size or tokens + n > max_tokens):
+            batches.append(current)
+            current, tokens = [], 0
+        current.append(index)
+        tokens += n
+    if current:
+        batches.append(current)
+    return batches
+
+
+def _status(err: Exception) -> int | None:
+    status = getattr(err, "status_code", None)
+    return int(status) if isinstance(status, int) else None
+
+
+def _retryable(err: Exception) -> bool:
+    if isinstance(err, (asyncio.TimeoutError, TimeoutError, ConnectionError)):
+        return True
+    name = type(err).__name__
+    if name in ("Timeout", "APIConnectionError", "RateLimitError", "InternalServerError",
+                "ServiceUnavailableError", "BadGatewayError"):
+        return True
+    return _status(err) in RETRYABLE_STATUS
+
+
+def _fatal_reason(err: Exception, model_id: str, model: ModelConfig) -> str | None:
+    name = type(err).__name__
+    where = f"model '{model_id}' ({model.model})"
+    if name == "ContextWindowExceededError":
+        return (f"{where}: the prompt is larger than the model's context window; lower chunking.size or the "
+                "stage's max input tokens, or use a model with a larger context")
+    if name in ("AuthenticationError", "PermissionDeniedError") or _status(err) in (401, 403):
+        return (f"{where}: authentication failed; check api_key for this model in settings.yaml "
+                "(or the variable it reads from .env / the environment)")
+    if name == "NotFoundError" or _status(err) == 404:
+        return f"{where}: the provider does not know this model or deployment; check `model` and `api_base`"
+    return None
+
+
+def _retry_after(err: Exception) -> float | None:
+    response = getattr(err, "response", None)
+    headers = getattr(response, "headers", None) or getattr(err, "litellm_response_headers", None)
+    if not headers:
+        return None
+    value = headers.get("retry-after") or headers.get("Retry-After")
+    try:
+        return max(0.0, float(value)) if value is not None else None
+    except ValueError:
+        return None
+
+
+def _describe(err: Exception, model: ModelConfig) -> str:
+    """One line about an error, with the API key scrubbed from whatever the provider echoed back."""
+    text = f"{type(err).__name__}: {str(err).strip().splitlines()[0] if str(err).strip() else ''}"
+    if model.api_key is not None:
+        secret = model.api_key.get_secret_value()
+        if secret:
+            text = text.replace(secret, "***")
+    return text[:500]

@@ -1,0 +1,103 @@
+"""Per-model flow control: a concurrency limit that backs off under 429s (AIMD), and token buckets for
+requests per minute and tokens per minute."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+
+
+class AdaptiveConcurrency:
+    """At most `limit` calls in flight. A rate-limit answer halves the limit (at most once per `cooldown`
+    seconds); every `limit` successes add one back, up to the configured maximum (additive increase,
+    multiplicative decrease, as TCP does)."""
+
+    def __init__(self, maximum: int, cooldown: float = 1.0) -> None:
+        self.maximum = maximum
+        self.limit = maximum
+        self.in_flight = 0
+        self.peak = 0
+        self._cooldown = cooldown
+        self._last_decrease = -cooldown
+        self._successes = 0
+        self._changed = asyncio.Condition()
+
+    async def acquire(self) -> None:
+        async with self._changed:
+            await self._changed.wait_for(lambda: self.in_flight < self.limit)
+            self.in_flight += 1
+            self.peak = max(self.peak, self.in_flight)
+
+    async def release(self, rate_limited: bool = False) -> None:
+        async with self._changed:
+            self.in_flight -= 1
+            now = time.monotonic()
+            if rate_limited:
+                if now - self._last_decrease >= self._cooldown:
+                    self.limit = max(1, self.limit // 2)
+                    self._last_decrease = now
+                self._successes = 0
+            else:
+                self._successes += 1
+                if self._successes >= self.limit and self.limit < self.maximum:
+                    self.limit += 1
+                    self._successes = 0
+            self._changed.notify_all()
+
+
+class TokenBucket:
+    """`per_minute` units a minute, in bursts of at most one second's worth. A request larger than the
+    burst may go when the bucket is full and leaves it in debt, so the long-run rate holds for any size.
+    Waiters are served in arrival order."""
+
+    def __init__(self, per_minute: float) -> None:
+        self.rate = per_minute / 60.0
+        self.capacity = max(1.0, self.rate)
+        self.level = self.capacity
+        self._stamp = time.monotonic()
+        self._lock = asyncio.Lock()
+
+    def _refill(self) -> None:
+        now = time.monotonic()
+        self.level = min(self.capacity, self.level + (now - self._stamp) * self.rate)
+        self._stamp = now
+
+    async def take(self, amount: float) -> None:
+        async with self._lock:
+            need = min(amount, self.capacity)
+            self._refill()
+            while self.level < need:
+                await asyncio.sleep((need - self.level) / self.rate)
+                self._refill()
+            self.level -= amount
+
+    def adjust(self, delta: float) -> None:
+        """Correct an estimate once the real amount is known (positive: more was used)."""
+        self._refill()
+        self.level = min(self.capacity, self.level - delta)
+
+
+class ModelLimiter:
+    """Everything that paces calls to one model."""
+
+    def __init__(self, concurrency: int, requests_per_minute: int | None, tokens_per_minute: int | None) -> None:
+        self.concurrency = AdaptiveConcurrency(concurrency)
+        self.requests = TokenBucket(requests_per_minute) if requests_per_minute else None
+        self.tokens = TokenBucket(tokens_per_minute) if tokens_per_minute else None
+
+    async def admit(self, estimated_tokens: int) -> None:
+        """Wait for a slot and for the rate limits; call `done` afterwards."""
+        await self.concurrency.acquire()
+        try:
+            if self.requests:
+                await self.requests.take(1)
+            if self.tokens:
+                await self.tokens.take(estimated_tokens)
+        except BaseException:
+            await self.concurrency.release()
+            raise
+
+    async def done(self, estimated_tokens: int, actual_tokens: int | None, rate_limited: bool) -> None:
+        if self.tokens and actual_tokens is not None:
+            self.tokens.adjust(actual_tokens - estimated_tokens)
+        await self.concurrency.release(rate_limited=rate_limited)

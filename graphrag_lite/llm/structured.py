@@ -1,0 +1,56 @@
+"""Parse model answers that should be JSON: tolerant of fences, prose and small syntax slips, strict about
+the shape (pydantic). A parser raises ParseError with a short reason the model can act on."""
+
+from __future__ import annotations
+
+import json
+import re
+from collections.abc import Callable
+from typing import Any, TypeVar
+
+import json_repair
+from pydantic import BaseModel, ValidationError
+
+M = TypeVar("M", bound=BaseModel)
+_FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+
+
+class ParseError(ValueError):
+    """The answer does not have the required form; the message tells the model what was wrong."""
+
+
+def extract_json_text(answer: str) -> str:
+    """The JSON object inside an answer: inside a ``` fence if there is one, else from the first `{` to
+    the last `}` (dropping prose before and after)."""
+    fenced = _FENCE.search(answer)
+    text = fenced.group(1) if fenced else answer
+    start = text.find("{")
+    if start < 0:
+        raise ParseError("the answer contains no JSON object")
+    end = text.rfind("}")
+    return text[start:end + 1] if end > start else text[start:]
+
+
+def parse_json_object(answer: str) -> dict[str, Any]:
+    text = extract_json_text(answer)
+    try:
+        value = json.loads(text)
+    except json.JSONDecodeError:
+        value = json_repair.loads(text)  # unbalanced braces, trailing commas, single quotes, ...
+    if not isinstance(value, dict):
+        raise ParseError("the answer is not a JSON object")
+    return value
+
+
+def json_parser(model: type[M]) -> Callable[[str], M]:
+    """A parser for the gateway: answer text -> validated pydantic model."""
+
+    def parse(answer: str) -> M:
+        data = parse_json_object(answer)
+        try:
+            return model.model_validate(data)
+        except ValidationError as err:
+            problems = "; ".join(f"{'.'.join(map(str, e['loc'])) or 'value'}: {e['msg']}" for e in err.errors()[:5])
+            raise ParseError(f"the JSON does not have the required fields ({problems})") from None
+
+    return parse
