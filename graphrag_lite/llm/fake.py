@@ -38,11 +38,11 @@ TUPLE, RECORD, COMPLETE = "<|>", "##", "<|COMPLETE|>"
 STOPWORDS = frozenset("""a an and the he she it they we i you his her its their our my your this that these those
 there here then when what which who whom why how if in on at to of for from by with as but or nor so yet not no
 yes all any each every some one two mr mrs ms dr sir lady lord after before while during since until upon into
-about above below up down out over under again once also only just very chapter""".split())
+about above below up down out over under again once also only just very chapter""".split())  # noqa: SIM905
 HONORIFICS = ("Mr", "Mrs", "Ms", "Dr", "Sir", "Lady", "Lord", "Captain", "Capt", "Colonel", "Agent", "Professor")
 ORG_SUFFIXES = ("Corp", "Corporation", "Inc", "Ltd", "Company", "University", "Agency", "Office", "Council",
                 "Committee", "Bank", "Institute", "Navy", "Army", "Society", "Group", "Foundation")
-PHRASE = re.compile(r"\b[A-Z][\w'’-]*(?:\s+(?:of|the|de|van|von|and)?\s*[A-Z][\w'’-]*)*")
+PHRASE = re.compile(r"\b[A-Z][\w'\u2019-]*(?:\s+(?:of|the|de|van|von|and)?\s*[A-Z][\w'\u2019-]*)*")
 
 
 @dataclass
@@ -97,7 +97,7 @@ class FakeLLM(CustomLLM):
     def completion(self, *args: Any, **kwargs: Any) -> ModelResponse:
         return _run_sync(self.acompletion(*args, **kwargs))
 
-    async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:  # type: ignore[override]
+    async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
         options = Options.parse(model)
         STATS.completions += 1
         STATS.started.append(time.monotonic())
@@ -114,7 +114,7 @@ class FakeLLM(CustomLLM):
         finally:
             STATS.in_flight -= 1
         response: ModelResponse = kwargs.get("model_response") or ModelResponse()
-        response.choices[0].message.content = text  # type: ignore[union-attr]
+        response.choices[0].message.content = text
         prompt_tokens = sum(count_tokens(str(m.get("content", "")), "o200k_base") for m in messages)
         completion_tokens = count_tokens(text, "o200k_base")
         response.usage = Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,  # type: ignore[attr-defined]
@@ -125,7 +125,7 @@ class FakeLLM(CustomLLM):
     def embedding(self, *args: Any, **kwargs: Any) -> EmbeddingResponse:
         return _run_sync(self.aembedding(*args, **kwargs))
 
-    async def aembedding(self, model: str, input: list, model_response: EmbeddingResponse,  # type: ignore[override]
+    async def aembedding(self, model: str, input: list, model_response: EmbeddingResponse,
                          *args: Any, **kwargs: Any) -> EmbeddingResponse:
         options = Options.parse(model)
         STATS.embeddings += 1
@@ -255,7 +255,7 @@ def find_entities(text: str, types: list[str]) -> dict[str, tuple[str, str]]:
             words = match.group(0).split()
             while words and words[0].lower() in STOPWORDS:
                 words = words[1:]
-            name = " ".join(words).strip("'’-")
+            name = " ".join(words).strip("'\u2019-")
             if len(name) < 3 or name.lower() in STOPWORDS or name.upper() in found:
                 continue
             before = sentence[: match.start()].rstrip(" .").split()
@@ -381,7 +381,8 @@ def map_points(first: str, last: str, prior: list[str]) -> str:
         overlap = len(question & _words(line))
         if overlap and "|" in line:
             ident = line.split("|", 1)[0].strip()
-            points.append({"description": f"{_clip(line, 200)} [Data: Reports ({ident})]", "score": min(100, 20 * overlap)})
+            points.append({"description": f"{_clip(line, 200)} [Data: Reports ({ident})]",
+                           "score": min(100, 20 * overlap)})
     points.sort(key=lambda p: -int(str(p["score"])))
     return json.dumps({"points": points[:5]})
 

@@ -63,7 +63,8 @@ class _Answer:
 
     def plus(self, other: _Answer) -> _Answer:
         """Totals over the attempts of one call; the text is the latest answer's."""
-        cost = None if self.cost_usd is None and other.cost_usd is None else (self.cost_usd or 0) + (other.cost_usd or 0)
+        priced = self.cost_usd is not None or other.cost_usd is not None
+        cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0) if priced else None
         return _Answer(other.text, self.prompt_tokens + other.prompt_tokens,
                        self.completion_tokens + other.completion_tokens, cost, self.retries + other.retries)
 
@@ -84,7 +85,7 @@ class Gateway:
         args = self._call_args(model, json_mode)
         parser: Callable[[str], Any] = parse or (lambda text: text)
         key = cache_key("chat", model.model, messages, args)
-        cached = self.cache.get(key) if self.cache else None
+        cached = self.cache.get(key) if self.cache is not None else None
         if cached is not None:
             try:
                 value = parser(cached["text"])
@@ -114,7 +115,7 @@ class Gateway:
                 last_error = err
                 continue
             self._record(stage, model_id, "chat", spent, started, parse_attempt, ok=True)
-            if self.cache:
+            if self.cache is not None:
                 self.cache.put(key, "chat", {"text": answer.text})
             return ChatResult(value=value, text=answer.text, cached=False)
         self._record(stage, model_id, "chat", spent, started, model.max_parse_retries, ok=False)
@@ -145,7 +146,7 @@ class Gateway:
         model = self._model(model_id)
         args = dict(model.call_args)
         keys = [cache_key("embedding", model.model, text, args) for text in texts]
-        vectors: list[list[float] | None] = [self.cache.get(k) if self.cache else None for k in keys]
+        vectors: list[list[float] | None] = [self.cache.get(k) if self.cache is not None else None for k in keys]
         hits = sum(v is not None for v in vectors)
         if hits:
             self._record(stage, model_id, "embedding", _Answer("", 0, 0, 0.0, 0), None, 0, ok=True)
@@ -173,7 +174,7 @@ class Gateway:
             for position, item in zip(batch, response.data, strict=True):
                 vector = list(item["embedding"] if isinstance(item, dict) else item.embedding)
                 vectors[missing[position]] = vector
-                if self.cache:
+                if self.cache is not None:
                     self.cache.put(keys[missing[position]], "embedding", vector)
 
         await asyncio.gather(*(run(batch) for batch in batches))
@@ -275,7 +276,7 @@ class Gateway:
                                    parse_retries=parse_retries, ok=ok))
 
     def close(self) -> None:
-        if self.cache:
+        if self.cache is not None:
             self.cache.close()
 
 

@@ -17,6 +17,7 @@ class AdaptiveConcurrency:
         self.limit = maximum
         self.in_flight = 0
         self.peak = 0
+        self.lowest = maximum  # the lowest limit 429s pushed it to, for the run's stats
         self._cooldown = cooldown
         self._last_decrease = -cooldown
         self._successes = 0
@@ -35,6 +36,7 @@ class AdaptiveConcurrency:
             if rate_limited:
                 if now - self._last_decrease >= self._cooldown:
                     self.limit = max(1, self.limit // 2)
+                    self.lowest = min(self.lowest, self.limit)
                     self._last_decrease = now
                 self._successes = 0
             else:

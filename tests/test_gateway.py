@@ -1,0 +1,226 @@
+"""The LLM gateway, end to end through LiteLLM and the fake provider (no network)."""
+
+from __future__ import annotations
+
+import asyncio
+import time
+from pathlib import Path
+
+import pytest
+from pydantic import BaseModel
+
+from graphrag_lite.config import BudgetConfig, CacheConfig, GraphRagConfig, ModelConfig
+from graphrag_lite.llm.fake import STATS
+from graphrag_lite.llm.gateway import Gateway, LLMCallError, LLMConfigurationError
+from graphrag_lite.llm.ledger import BudgetExceeded
+from graphrag_lite.llm.structured import ParseError, json_parser
+
+
+class Report(BaseModel):
+    title: str
+    rating: float
+
+
+REPORT_PROMPT = ('Write a community report as JSON with "title", "summary", "rating", "rating_explanation" and '
+                 '"findings".\n-----Entities-----\nid|entity|description\n1|ACME|a company\n2|BOB|a person\n')
+
+
+def make_gateway(tmp_path: Path, model: str = "fake/default", use_cache: bool = True, budget=None,
+                 **model_args) -> Gateway:
+    model_args.setdefault("max_retry_wait", 0.02)
+    cfg = GraphRagConfig(models={"m": ModelConfig(model=model, **model_args)},
+                         cache=CacheConfig(base_dir=tmp_path / "cache"), budget=budget or BudgetConfig())
+    return Gateway(cfg, use_cache=use_cache)
+
+
+def ask(gateway: Gateway, prompts: list[str], **kwargs):
+    async def run():
+        return await asyncio.gather(*(gateway.chat("m", [{"role": "user", "content": p}], stage="test", **kwargs)
+                                      for p in prompts))
+    return asyncio.run(run())
+
+
+@pytest.fixture(autouse=True)
+def fresh_stats():
+    STATS.reset()
+
+
+def test_concurrency_bound_is_held(tmp_path):
+    gateway = make_gateway(tmp_path, "fake/default?latency=0.05", concurrency=3)
+    ask(gateway, [f"question {i}" for i in range(20)])
+    assert STATS.completions == 20
+    assert STATS.peak_in_flight == 3
+
+
+def test_requests_per_minute_bound_is_held(tmp_path):
+    gateway = make_gateway(tmp_path, requests_per_minute=1200)  # 20 a second, bursts of 20
+    started = time.monotonic()
+    ask(gateway, [f"question {i}" for i in range(50)])
+    elapsed = time.monotonic() - started
+    assert elapsed >= (50 - 20) / 20 * 0.95
+    stamps = sorted(STATS.started)
+    for i, t in enumerate(stamps):  # any half second holds at most a burst plus half a second's rate
+        assert sum(1 for s in stamps[i:] if s < t + 0.5) <= 20 + 10 + 1
+
+
+def test_tokens_per_minute_bound_is_held(tmp_path):
+    gateway = make_gateway(tmp_path, tokens_per_minute=12000)  # 200 tokens a second
+    prompt = "word " * 100  # about 100 tokens each
+    started = time.monotonic()
+    ask(gateway, [prompt + str(i) for i in range(8)])
+    used = gateway.ledger.totals()["prompt_tokens"] + gateway.ledger.totals()["completion_tokens"]
+    assert used > 800
+    assert time.monotonic() - started >= (used - 200) / 200 * 0.8
+
+
+def test_rate_limits_and_server_errors_are_retried(tmp_path):
+    gateway = make_gateway(tmp_path, "fake/default?rate_limit=0.4&server_error=0.2&seed=11", use_cache=False)
+    results = ask(gateway, [f"question {i}" for i in range(15)])
+    assert len(results) == 15
+    totals = gateway.ledger.totals()
+    assert totals["retries"] > 0 and totals["failures"] == 0
+    assert STATS.completions == 15 + totals["retries"]
+
+
+def test_retry_after_is_honoured(tmp_path):
+    gateway = make_gateway(tmp_path, "fake/default?rate_limit=0.5&retry_after=0.3&seed=1", use_cache=False,
+                           max_retry_wait=0.001, concurrency=1)
+    started = time.monotonic()
+    for prompt in ("one", "two", "three", "four"):  # one at a time, so the waits add up
+        ask(gateway, [prompt])
+    retries = gateway.ledger.totals()["retries"]
+    assert retries > 0
+    assert time.monotonic() - started >= 0.3 * retries
+
+
+def test_timeouts_are_retried(tmp_path):
+    gateway = make_gateway(tmp_path, "fake/default?timeout=0.5&seed=2", use_cache=False, timeout=0.2)
+    ask(gateway, ["a", "b", "c", "d"])
+    assert gateway.ledger.totals()["retries"] > 0
+
+
+def test_persistent_rate_limits_lower_concurrency(tmp_path):
+    gateway = make_gateway(tmp_path, "fake/default?rate_limit=0.6&latency=0.01&seed=4", use_cache=False,
+                           concurrency=16, max_retries=40)
+
+    async def run():
+        await asyncio.gather(*(gateway.chat("m", [{"role": "user", "content": f"q{i}"}], stage="t")
+                               for i in range(40)))
+        return gateway.limiter("m").concurrency
+
+    concurrency = asyncio.run(run())
+    assert concurrency.lowest <= 8  # halved (at most once a second) instead of hammering at 16
+
+
+def test_retries_run_out_into_a_counted_failure(tmp_path):
+    gateway = make_gateway(tmp_path, "fake/default?server_error=1", use_cache=False, max_retries=2)
+    with pytest.raises(LLMCallError, match="failed 3 times"):
+        ask(gateway, ["q"])
+    assert STATS.completions == 3
+    assert gateway.ledger.totals()["failures"] == 1
+
+
+def test_auth_errors_are_not_retried_and_never_show_the_key(tmp_path):
+    gateway = make_gateway(tmp_path, "fake/default?auth=1", api_key="sk-very-secret")
+    with pytest.raises(LLMConfigurationError) as err:
+        ask(gateway, ["q"])
+    assert STATS.completions == 1
+    assert "authentication failed" in str(err.value) and "sk-very-secret" not in str(err.value)
+
+
+def test_malformed_answer_is_corrected_and_only_the_valid_one_cached(tmp_path):
+    gateway = make_gateway(tmp_path, "fake/default?malformed=1")
+    [result] = ask(gateway, [REPORT_PROMPT], parse=json_parser(Report))
+    assert isinstance(result.value, Report)
+    assert STATS.completions == 2  # the malformed answer, then the corrected one
+    assert gateway.ledger.totals()["parse_retries"] == 1
+    assert gateway.cache is not None and len(gateway.cache) == 1
+    again = make_gateway(tmp_path, "fake/default?malformed=1")
+    [cached] = ask(again, [REPORT_PROMPT], parse=json_parser(Report))
+    assert cached.cached and cached.value == result.value and STATS.completions == 2
+
+
+def test_fenced_json_is_parsed(tmp_path):
+    gateway = make_gateway(tmp_path, "fake/default?fenced=1")
+    [result] = ask(gateway, [REPORT_PROMPT], parse=json_parser(Report))
+    assert "```" in result.text and result.value.title
+    assert gateway.ledger.totals()["parse_retries"] == 0
+
+
+def test_an_answer_that_never_parses_is_never_cached(tmp_path):
+    def reject(text: str) -> str:
+        raise ParseError("not what was asked")
+
+    gateway = make_gateway(tmp_path, max_parse_retries=2)
+    with pytest.raises(LLMCallError, match="no usable answer in 3 tries"):
+        ask(gateway, ["q"], parse=reject)
+    assert gateway.cache is not None and len(gateway.cache) == 0
+    assert gateway.ledger.totals()["failures"] == 1
+
+
+def test_second_identical_run_is_served_from_cache(tmp_path):
+    prompts = [f"question {i}" for i in range(12)]
+    ask(make_gateway(tmp_path), prompts)
+    assert STATS.completions == 12
+    STATS.reset()
+    second = make_gateway(tmp_path)
+    results = ask(second, prompts)
+    assert STATS.completions == 0
+    assert all(r.cached for r in results) and second.ledger.totals()["cache_hits"] == 12
+
+
+def test_cache_off_sends_every_call(tmp_path):
+    ask(make_gateway(tmp_path), ["q"])
+    ask(make_gateway(tmp_path, use_cache=False), ["q"])
+    assert STATS.completions == 2
+
+
+def test_cache_key_ignores_key_and_base_url_and_stores_no_secret(tmp_path):
+    ask(make_gateway(tmp_path, api_key="sk-secret-one", api_base="http://a.invalid"), ["q"])
+    ask(make_gateway(tmp_path, api_key="sk-secret-two", api_base="http://b.invalid"), ["q"])
+    assert STATS.completions == 1
+    data = b"".join(p.read_bytes() for p in (tmp_path / "cache").iterdir())
+    assert b"sk-secret" not in data and b"invalid" not in data
+
+
+def test_budget_stops_and_a_rerun_continues_from_the_cache(tmp_path):
+    prompts = [f"question number {i}" for i in range(10)]
+    tight = make_gateway(tmp_path, budget=BudgetConfig(max_tokens=60), concurrency=1)
+
+    async def run(gateway):
+        done = []
+        for p in prompts:
+            done.append(await gateway.chat("m", [{"role": "user", "content": p}], stage="t"))
+        return done
+
+    with pytest.raises(BudgetExceeded, match=r"budget\.max_tokens"):
+        asyncio.run(run(tight))
+    finished = STATS.completions
+    assert 0 < finished < 10
+    STATS.reset()
+    rerun = make_gateway(tmp_path)
+    asyncio.run(run(rerun))
+    assert STATS.completions == 10 - finished
+    assert rerun.ledger.totals()["cache_hits"] == finished
+
+
+def test_embeddings_batch_by_count_and_tokens_and_cache_per_text(tmp_path):
+    gateway = make_gateway(tmp_path, "fake/embedding?dim=32")
+    texts = [f"text number {i}" for i in range(10)] + ["long " * 300]
+    vectors = asyncio.run(gateway.embed("m", texts, stage="embed", batch_size=4, batch_max_tokens=100))
+    assert len(vectors) == 11 and all(len(v) == 32 for v in vectors)
+    assert STATS.embeddings == 4  # 4 + 4 + 2 by count, the long text alone by tokens
+    STATS.reset()
+    again = asyncio.run(gateway.embed("m", [*texts, "one new text"], stage="embed"))
+    assert again[:11] == vectors and STATS.embeddings == 1
+
+
+def test_fake_embeddings_keep_lexical_similarity(tmp_path):
+    gateway = make_gateway(tmp_path, "fake/embedding")
+    a, b, c = asyncio.run(gateway.embed("m", ["the navy office in london", "london navy office",
+                                              "a recipe for apple pie"], stage="e"))
+
+    def cosine(x, y):
+        return sum(i * j for i, j in zip(x, y, strict=True))
+
+    assert cosine(a, b) > cosine(a, c) + 0.3
