@@ -305,6 +305,8 @@ def config_from_data(data: dict[str, Any], path: Path, overrides: typing.Iterabl
                                          for k, v in user_models.items()}}
     apply_overrides(data, overrides)
     data.pop("root_dir", None)
+    for name in [k for k, v in data.items() if v is None]:  # `section:` with every key commented out
+        data.pop(name)
     try:
         cfg = GraphRagConfig.model_validate(data)
     except ValidationError as err:
