@@ -75,11 +75,13 @@ def index(
     set_: SetOption = None,
     force: Annotated[bool, typer.Option("--force", help="run every stage, even unchanged ones")] = False,
     from_stage: Annotated[str | None, typer.Option("--from", help="re-run this stage and every later one")] = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="send every model call; neither read nor "
+                                           "write the answer cache")] = False,
     verbose: VerboseOption = False,
 ) -> None:
     """Build (or resume) the index: runs the pipeline's stages, skipping those whose inputs are unchanged."""
     from graphrag_lite.config import load_config
-    from graphrag_lite.pipeline import load_pipeline, run_pipeline
+    from graphrag_lite.pipeline import describe_llm_totals, load_pipeline, run_pipeline
     from graphrag_lite.stages import STAGES
 
     def run() -> int:
@@ -87,10 +89,12 @@ def index(
         pipeline = load_pipeline(method or cfg.pipeline, STAGES, cfg.root_dir)
         console.print(f"Indexing with pipeline [bold]{pipeline.name}[/bold] "
                       f"({' → '.join(s.name for s in pipeline.stages)})", highlight=False)
-        summary = run_pipeline(cfg, pipeline, console, force=force, from_stage=from_stage)
+        summary = run_pipeline(cfg, pipeline, console, force=force, from_stage=from_stage, use_cache=not no_cache)
         tables = {t: n for s in summary.stages.values() for t, n in s.get("rows_out", {}).items()}
         console.print(f"Done: {', '.join(f'{t} ({n:,} rows)' for t, n in tables.items())} in {summary.output_dir}",
                       highlight=False)
+        if summary.llm:
+            console.print(f"Total {describe_llm_totals(summary.llm)}", highlight=False)
         if summary.problems:
             console.print(f"[yellow]{summary.problems} problems[/yellow], listed in {summary.output_dir}/stats.json")
         return 0

@@ -19,7 +19,7 @@ from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
-from typing import Any, TypeVar
+from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
 import yaml
@@ -29,8 +29,12 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 from graphrag_lite import __version__
 from graphrag_lite.config import GraphRagConfig
 from graphrag_lite.errors import PipelineError
+from graphrag_lite.llm.ledger import BudgetExceeded
 from graphrag_lite.resources import data_dir
 from graphrag_lite.storage import OutputStore, read_json, write_json
+
+if TYPE_CHECKING:
+    from graphrag_lite.llm.gateway import Gateway
 
 STATE_FILE = "pipeline_state.json"
 STATS_FILE = "stats.json"
@@ -51,6 +55,12 @@ class StageContext:
     store: OutputStore
     progress: Progress
     stage_name: str
+    models: ModelAccess
+
+    @property
+    def llm(self) -> Gateway:
+        """The LLM gateway, created on first use (model-free stages never import LiteLLM)."""
+        return self.models.gateway()
 
     def read(self, table: str) -> pd.DataFrame:
         return self.store.read(table)
@@ -135,16 +145,43 @@ def _pipeline_path(name_or_path: str, root: Path | None) -> Path:
 # ---------------------------------------------------------------- running
 
 
+class ModelAccess:
+    """Owns the run's LLM gateway: one cache connection, one ledger, one set of limits per model."""
+
+    def __init__(self, config: GraphRagConfig, use_cache: bool) -> None:
+        self._config = config
+        self._use_cache = use_cache
+        self._gateway: Gateway | None = None
+
+    def gateway(self) -> Gateway:
+        if self._gateway is None:
+            from graphrag_lite.llm.gateway import Gateway
+
+            self._gateway = Gateway(self._config, use_cache=self._use_cache)
+        return self._gateway
+
+    def totals(self, stage: str | None = None) -> dict[str, Any] | None:
+        if self._gateway is None or not self._gateway.ledger.records:
+            return None
+        totals = self._gateway.ledger.totals(stage)
+        return totals if totals["calls"] else None
+
+    def close(self) -> None:
+        if self._gateway is not None:
+            self._gateway.close()
+
+
 @dataclass
 class RunSummary:
     status: str  # completed | failed | interrupted
     stages: dict[str, dict[str, Any]]
     output_dir: Path
     problems: int
+    llm: dict[str, Any] | None = None
 
 
 def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, force: bool = False,
-                 from_stage: str | None = None) -> RunSummary:
+                 from_stage: str | None = None, use_cache: bool = True) -> RunSummary:
     store = OutputStore(config.output.base_dir)
     state_path = store.base_dir / STATE_FILE
     state: dict[str, Any] = read_json(state_path) if state_path.is_file() else {}
@@ -158,6 +195,7 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
     run_started = time.perf_counter()
     digests: dict[str, str] = {}  # table -> digest of the version the next stages read
     status = "completed"
+    models = ModelAccess(config, use_cache)
     progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
                         console=console, transient=True, disable=not console.is_terminal)
     try:
@@ -172,7 +210,7 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
                     continue
                 state.pop(stage.name, None)  # a failed or interrupted re-run must not look reusable
                 write_json(state_path, state)
-                result, stage_stats = _run_stage(stage, config, store, progress)
+                result, stage_stats = _run_stage(stage, config, store, progress, models)
                 outputs = {name: store.write(name, result.tables[name]) for name in stage.writes}
                 digests.update(outputs)
                 state[stage.name] = {"fingerprint": fingerprint, "outputs": outputs, "finished": _now(),
@@ -184,22 +222,32 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
     except KeyboardInterrupt:
         status = "interrupted"
         raise
+    except BudgetExceeded as err:
+        status = "budget reached"
+        stopped = next(s.name for s in pipeline.stages if s.name not in stats["stages"])
+        stats["stages"][stopped] = {"status": "stopped by budget", "llm": models.totals(stopped)}
+        raise BudgetExceeded(f"{err} during stage {stopped}; the stages before it are complete and its finished "
+                             "model calls are cached: raise the budget and run the same command to continue") from None
     except Exception:
         status = "failed"
         raise
     finally:
         stats["status"] = status
+        stats["llm"] = models.totals()
         _write_stats(store, stats, run_started)
+        models.close()
     problems = sum(len(s.get("problems", [])) for s in stats["stages"].values())
-    return RunSummary(status=status, stages=stats["stages"], output_dir=store.base_dir, problems=problems)
+    return RunSummary(status=status, stages=stats["stages"], output_dir=store.base_dir, problems=problems,
+                      llm=stats["llm"])
 
 
-def _run_stage(stage: Stage, config: GraphRagConfig, store: OutputStore,
-               progress: Progress) -> tuple[StageResult, dict[str, Any]]:
+def _run_stage(stage: Stage, config: GraphRagConfig, store: OutputStore, progress: Progress,
+               models: ModelAccess) -> tuple[StageResult, dict[str, Any]]:
     rows_in = {name: len(store.read(name)) for name in stage.reads}
     _reset_peak_memory()
     started = time.perf_counter()
-    result = stage.run(StageContext(config=config, store=store, progress=progress, stage_name=stage.name))
+    result = stage.run(StageContext(config=config, store=store, progress=progress, stage_name=stage.name,
+                                    models=models))
     wall = time.perf_counter() - started
     missing = [name for name in stage.writes if name not in result.tables]
     if missing:
@@ -213,6 +261,7 @@ def _run_stage(stage: Stage, config: GraphRagConfig, store: OutputStore,
         "summary": result.summary,
         "problems": result.problems,
         **({"details": result.details} if result.details else {}),
+        **({"llm": llm} if (llm := models.totals(stage.name)) else {}),
     }
     return result, stage_stats
 
@@ -239,11 +288,25 @@ def _print_stage(console: Console, name: str, stage_stats: dict[str, Any]) -> No
     if stage_stats["summary"]:
         line += f": {stage_stats['summary']}"
     console.print(line)
+    if "llm" in stage_stats:
+        console.print(f"  {describe_llm_totals(stage_stats['llm'])}", highlight=False)
     problems = stage_stats["problems"]
     for problem in problems[:5]:
         console.print(f"  [yellow]! {problem}[/yellow]", markup=True, highlight=False)
     if len(problems) > 5:
         console.print(f"  [yellow]! … and {len(problems) - 5} more, listed in {STATS_FILE}[/yellow]")
+
+
+def describe_llm_totals(totals: dict[str, Any]) -> str:
+    unpriced = totals["unpriced_calls"]
+    cost = f"${totals['cost_usd']:.4f}" + (f" (+{unpriced} calls not in the price map)" if unpriced else "")
+    text = (f"LLM: {totals['calls']:,} calls ({totals['cache_hits']:,} from cache), "
+            f"{totals['prompt_tokens']:,} prompt + {totals['completion_tokens']:,} completion tokens, {cost}")
+    if totals["retries"] or totals["parse_retries"]:
+        text += f", {totals['retries']} retries, {totals['parse_retries']} corrected answers"
+    if totals["failures"]:
+        text += f", [red]{totals['failures']} failed[/red]"
+    return text
 
 
 def _write_stats(store: OutputStore, stats: dict[str, Any], run_started: float) -> None:

@@ -5,7 +5,7 @@ description summary, a community report, a global-search map step, or a plain an
 well-formed answer from the text in the prompt. Options after `?` in the model string inject faults and
 latency, so retries, caching and budgets can be tested end to end:
 
-    fake/default?latency=0.2&rate_limit=0.3&retry_after=0.05&server_error=0.1&timeout=0.1
+    fake/default?latency=0.2&jitter=0.2&rate_limit=0.3&retry_after=0.05&server_error=0.1&timeout=0.1
                 &malformed=0.2&fenced=1&truncate=0.1&auth=1&seed=7
     fake/embedding?dim=128
 
@@ -35,6 +35,7 @@ from litellm.types.utils import EmbeddingResponse, ModelResponse, Usage
 from graphrag_lite.tokens import count_tokens
 
 TUPLE, RECORD, COMPLETE = "<|>", "##", "<|COMPLETE|>"
+FAKE_INPUT_PRICE, FAKE_OUTPUT_PRICE = 0.15e-6, 0.60e-6  # USD per token
 STOPWORDS = frozenset("""a an and the he she it they we i you his her its their our my your this that these those
 there here then when what which who whom why how if in on at to of for from by with as but or nor so yet not no
 yes all any each every some one two mr mrs ms dr sir lady lord after before while during since until upon into
@@ -66,6 +67,7 @@ STATS = FakeStats()
 class Options:
     name: str
     latency: float = 0.0
+    jitter: float = 0.0  # latency varies uniformly by this fraction either way (the mean stays `latency`)
     rate_limit: float = 0.0
     retry_after: float = 0.05
     server_error: float = 0.0
@@ -105,7 +107,7 @@ class FakeLLM(CustomLLM):
         STATS.peak_in_flight = max(STATS.peak_in_flight, STATS.in_flight)
         try:
             if options.latency:
-                await asyncio.sleep(options.latency)
+                await asyncio.sleep(options.latency * (1 + options.jitter * (2 * self._draw(options) - 1)))
             correcting = _is_correction(messages)
             if not correcting:
                 await self._inject_fault(options, model)
@@ -167,13 +169,20 @@ class FakeLLM(CustomLLM):
         return text
 
 
-def register_fake_provider() -> None:
-    """Make `fake/...` model strings reach FakeLLM (idempotent)."""
+def register_fake_provider(models: list[str] = ()) -> None:  # type: ignore[assignment]
+    """Make `fake/...` model strings reach FakeLLM (idempotent), with a nominal price in LiteLLM's price
+    map: a gpt-4o-mini-like $0.15 / $0.60 per million tokens, so cost budgets and estimates can be tested
+    offline (and because a model missing from the map, or priced at zero, costs LiteLLM slow lookups and
+    diagnostics on every call)."""
     if not any(item["provider"] == "fake" for item in litellm.custom_provider_map):
         litellm.custom_provider_map.append({"provider": "fake", "custom_handler": FakeLLM()})
         from litellm.utils import custom_llm_setup
 
         custom_llm_setup()
+    price = {"input_cost_per_token": FAKE_INPUT_PRICE, "output_cost_per_token": FAKE_OUTPUT_PRICE,
+             "litellm_provider": "fake", "cache_creation_input_token_cost": 0.0, "cache_read_input_token_cost": 0.0}
+    litellm.register_model({model: {**price, "mode": "embedding" if "embed" in model else "chat"}
+                            for model in models if model not in litellm.model_cost})
 
 
 def _run_sync(coroutine: Any) -> Any:

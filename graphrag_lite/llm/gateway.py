@@ -261,6 +261,9 @@ class Gateway:
         return connection
 
     def _cost(self, response: Any) -> float | None:
+        known = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
+        if known is not None:  # LiteLLM already priced it while logging the call
+            return float(known)
         try:
             return float(self._litellm.completion_cost(completion_response=response))
         except Exception:  # not in the price map (local and fake models)
@@ -285,10 +288,11 @@ def _load_litellm(models: Any) -> Any:
 
     litellm.suppress_debug_info = True
     litellm.drop_params = True  # a parameter a provider does not take is dropped, not an error
-    if any(m.model.startswith("fake/") for m in models):
+    fakes = [m.model for m in models if m.model.startswith("fake/")]
+    if fakes:
         from graphrag_lite.llm.fake import register_fake_provider
 
-        register_fake_provider()
+        register_fake_provider(fakes)
     return litellm
 
 

@@ -44,7 +44,7 @@ class AdaptiveConcurrency:
                 if self._successes >= self.limit and self.limit < self.maximum:
                     self.limit += 1
                     self._successes = 0
-            self._changed.notify_all()
+            self._changed.notify(max(0, self.limit - self.in_flight))  # wake only as many as can go
 
 
 class TokenBucket:
