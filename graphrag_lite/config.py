@@ -9,6 +9,7 @@ problem into a message that names the key (and the closest valid key for a typo)
 from __future__ import annotations
 
 import difflib
+import hashlib
 import os
 import re
 import types
@@ -84,6 +85,14 @@ class ExtractGraphConfig(Section):
     entity_types: list[str] = Field(["organization", "person", "geo", "event"],
                                     description="entity types the model is asked to find")
     max_gleanings: int = Field(1, ge=0, description="follow-up calls asking for missed entities")
+
+
+class EntityResolutionConfig(Section):
+    enabled: bool = Field(True, description="merge likely aliases (Holmes / Sherlock Holmes, Acme Corp / Acme "
+                          "Corporation) when types match and the graph supports it; every merge is listed in "
+                          "the entity_aliases table")
+    min_similarity: float = Field(0.92, ge=0.5, le=1.0, description="spelling similarity (0-1) above which two "
+                                  "names of the same type that share a neighbour are merged")
 
 
 class SummarizeDescriptionsConfig(Section):
@@ -173,6 +182,7 @@ class GraphRagConfig(Section):
     input: InputConfig = Field(default_factory=InputConfig)
     chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
     extract_graph: ExtractGraphConfig = Field(default_factory=ExtractGraphConfig)
+    entity_resolution: EntityResolutionConfig = Field(default_factory=EntityResolutionConfig)
     summarize_descriptions: SummarizeDescriptionsConfig = Field(default_factory=SummarizeDescriptionsConfig)
     extract_claims: ExtractClaimsConfig = Field(default_factory=ExtractClaimsConfig)
     cluster_graph: ClusterGraphConfig = Field(default_factory=ClusterGraphConfig)
@@ -189,9 +199,21 @@ class GraphRagConfig(Section):
     root_dir: Path = Field(Path("."), exclude=True, description="folder of the config file (set by the loader)")
 
     def section_fingerprint(self, names: typing.Iterable[str]) -> dict[str, Any]:
-        """The values of some sections, as plain data, for deciding whether a stage must run again.
-        Secrets appear masked, so keys never reach fingerprints."""
-        return {name: getattr(self, name).model_dump(mode="json") for name in names}
+        """What a stage's result depends on in some sections, as plain data: their values, the contents of
+        the files they name (prompts), and the model string and call arguments of the models they use
+        (not concurrency or limits, which change how fast, not what). Keys never reach fingerprints."""
+        result: dict[str, Any] = {}
+        for name in names:
+            section = getattr(self, name)
+            data = section.model_dump(mode="json")
+            for key, value in section:
+                if isinstance(value, Path) and value.is_file():
+                    data[key] = hashlib.blake2b(value.read_bytes(), digest_size=16).hexdigest()
+                if key.endswith("model_id") and value in self.models:
+                    model = self.models[value]
+                    data[key] = {"model": model.model, "call_args": model.call_args}
+            result[name] = data
+        return result
 
 
 # ---------------------------------------------------------------- loading

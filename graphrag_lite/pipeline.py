@@ -47,6 +47,9 @@ class StageResult:
     summary: str = ""  # one line for the terminal
     problems: list[str] = field(default_factory=list)  # each failure or skipped input, one line
     details: dict[str, Any] = field(default_factory=dict)  # stage-specific figures for stats.json
+    # False when some items failed after their retries: the tables are written and later stages run, but
+    # the stage is not marked reusable, so the next run tries it again (finished calls come from the cache).
+    complete: bool = True
 
 
 @dataclass
@@ -64,6 +67,16 @@ class StageContext:
 
     def read(self, table: str) -> pd.DataFrame:
         return self.store.read(table)
+
+    @contextlib.contextmanager
+    def bar(self, total: int, what: str) -> Iterator[Callable[[], None]]:
+        """A progress bar for work that finishes out of order (concurrent model calls): call the yielded
+        function once per finished item."""
+        task = self.progress.add_task(f"{self.stage_name}: {what}", total=total)
+        try:
+            yield lambda: self.progress.advance(task)
+        finally:
+            self.progress.remove_task(task)
 
     def track(self, items: Iterable[T], total: int | None, what: str) -> Iterator[T]:
         """Iterate with a progress bar for this stage."""
@@ -213,8 +226,8 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
                 result, stage_stats = _run_stage(stage, config, store, progress, models)
                 outputs = {name: store.write(name, result.tables[name]) for name in stage.writes}
                 digests.update(outputs)
-                state[stage.name] = {"fingerprint": fingerprint, "outputs": outputs, "finished": _now(),
-                                     "stats": stage_stats}
+                state[stage.name] = {"fingerprint": fingerprint if result.complete else None, "outputs": outputs,
+                                     "finished": _now(), "stats": stage_stats}
                 write_json(state_path, state)
                 stats["stages"][stage.name] = stage_stats
                 _print_stage(console, stage.name, stage_stats)
@@ -253,7 +266,7 @@ def _run_stage(stage: Stage, config: GraphRagConfig, store: OutputStore, progres
     if missing:
         raise PipelineError(f"stage '{stage.name}' did not produce {missing}")
     stage_stats = {
-        "status": "ran",
+        "status": "ran" if result.complete else "ran with failures (re-run to retry them)",
         "wall_s": round(wall, 3),
         "rows_in": rows_in,
         "rows_out": {name: len(result.tables[name]) for name in stage.writes},
@@ -284,7 +297,8 @@ def _reusable(previous: dict[str, Any], fingerprint: str, store: OutputStore) ->
 
 
 def _print_stage(console: Console, name: str, stage_stats: dict[str, Any]) -> None:
-    line = f"[green]✓[/green] {name} ({stage_stats['wall_s']:.2f}s)"
+    mark = "[green]✓[/green]" if stage_stats["status"] == "ran" else "[yellow]![/yellow]"
+    line = f"{mark} {name} ({stage_stats['wall_s']:.2f}s)"
     if stage_stats["summary"]:
         line += f": {stage_stats['summary']}"
     console.print(line)

@@ -257,19 +257,27 @@ def sentences(text: str) -> list[str]:
 
 
 def find_entities(text: str, types: list[str]) -> dict[str, tuple[str, str]]:
-    """Capitalised phrases -> (type, first sentence they appear in), in order of first appearance."""
+    """Capitalised phrases -> (type, first sentence they appear in), in order of first appearance. A single
+    word that only ever appears capitalised at the start of a sentence is not a name; a single word that is
+    part of a person's name is that person's."""
     found: dict[str, tuple[str, str]] = {}
+    mid_sentence = {m.group(1) for m in re.finditer(r"[a-z,;:]\s+([A-Z][\w'\u2019-]*)", text)}
     for sentence in sentences(text):
         for match in PHRASE.finditer(sentence):
             words = match.group(0).split()
             while words and words[0].lower() in STOPWORDS:
                 words = words[1:]
-            name = " ".join(words).strip("'\u2019-")
-            if len(name) < 3 or name.lower() in STOPWORDS or name.upper() in found:
+            name = re.sub(r"['\u2019]s$", "", " ".join(words)).strip("'\u2019-")
+            if len(name) < 3 or name.lower() in STOPWORDS or name.upper() in found or "'" in name:
+                continue
+            at_start = not sentence[: match.start()].strip(" \"'\u201c\u2018(")
+            if at_start and " " not in name and name not in mid_sentence:
                 continue
             before = sentence[: match.start()].rstrip(" .").split()
             found[name.upper()] = (_guess_type(name, before[-1] if before else "", types), sentence)
-    return found
+    people = {word for name, (kind, _) in found.items() if kind == "PERSON" and " " in name for word in name.split()}
+    return {name: ("PERSON" if name in people and "PERSON" in types else kind, sentence)
+            for name, (kind, sentence) in found.items()}
 
 
 def _guess_type(name: str, previous: str, types: list[str]) -> str:

@@ -3,14 +3,38 @@
 Each stage module has a small I/O wrapper (`run`, reading and returning tables) around a pure core
 function over tables, and declares what it reads, writes and which config sections it depends on.
 
-1. load_documents  input folder          -> input_documents
-2. chunk_text      input_documents       -> text_units, documents
+standard pipeline (pipelines/standard.yaml):
+1. load_documents         input folder                       -> input_documents
+2. chunk_text             input_documents                    -> base_text_units, documents
+3. extract_graph          base_text_units  (LLM)             -> raw_entities, raw_relationships
+4. extract_claims         base_text_units  (LLM, optional)   -> raw_claims
+5. merge_graph            raw_entities, raw_relationships    -> merged_entities, merged_relationships,
+                                                                entity_aliases
+6. summarize_descriptions merged_*         (LLM)             -> summarized_entities, summarized_relationships
+7. cluster_graph          summarized_*                       -> entities, relationships, communities
+8. finalize_text_units    base_text_units, entities, relationships, raw_claims, entity_aliases
+                                                             -> text_units, covariates
 """
 
 from graphrag_lite.pipeline import Stage
-from graphrag_lite.stages import chunk_text, load_documents
+from graphrag_lite.stages import (
+    chunk_text,
+    cluster_graph,
+    extract_claims,
+    extract_graph,
+    finalize_text_units,
+    load_documents,
+    merge_graph,
+    summarize_descriptions,
+)
 
 STAGES: dict[str, Stage] = {stage.name: stage for stage in (
     load_documents.STAGE,
     chunk_text.STAGE,
+    extract_graph.STAGE,
+    extract_claims.STAGE,
+    merge_graph.STAGE,
+    summarize_descriptions.STAGE,
+    cluster_graph.STAGE,
+    finalize_text_units.STAGE,
 )}

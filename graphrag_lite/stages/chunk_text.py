@@ -30,7 +30,7 @@ def run(ctx: StageContext) -> StageResult:
         [unit_ids.get(doc_id, []) for doc_id in documents["id"]], index=documents.index, dtype=object))
     tokens = int(text_units["n_tokens"].sum())
     return StageResult(
-        tables={"text_units": text_units, "documents": final_documents},
+        tables={"base_text_units": text_units, "documents": final_documents},
         summary=f"{len(documents)} documents -> {len(text_units)} text units ({tokens:,} tokens, "
                 f"size {cfg.size}, overlap {cfg.overlap}, {cfg.encoding_model})",
         details={"tokens": tokens},
@@ -125,7 +125,7 @@ STAGE = Stage(
     name="chunk_text",
     description="split documents into token windows (text units)",
     reads=("input_documents",),
-    writes=("text_units", "documents"),
+    writes=("base_text_units", "documents"),
     config_sections=("chunking",),
     run=run,
 )

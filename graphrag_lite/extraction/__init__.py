@@ -1,0 +1,1 @@
+"""Parsing and running LLM extraction of entities, relationships and claims."""

@@ -1,0 +1,133 @@
+"""Merge extracted records into one entity per real-world thing and one relationship per pair.
+
+The mechanism: group records by normalized name, apply the alias decisions of resolution.py, re-point
+relationships to the surviving entities, and merge duplicate and reversed edges (weights summed). Nothing
+is dropped without a count: an entity seen with two types keeps every description and text unit (the
+majority type wins, the others are listed), and a relationship whose end is not an extracted entity, or
+that becomes a self-loop by merging, is counted and reported.
+"""
+
+from __future__ import annotations
+
+from collections import Counter, defaultdict
+from dataclasses import dataclass, field
+
+import pandas as pd
+
+from graphrag_lite.graph.resolution import Candidate, find_aliases, majority, normalize_name
+
+ENTITY_COLUMNS = ["title", "type", "other_types", "descriptions", "text_unit_ids", "frequency"]
+RELATIONSHIP_COLUMNS = ["source", "target", "descriptions", "weight", "text_unit_ids"]
+ALIAS_COLUMNS = ["alias", "title", "reason", "score"]
+
+
+@dataclass
+class MergeResult:
+    entities: pd.DataFrame
+    relationships: pd.DataFrame
+    aliases: pd.DataFrame
+    problems: list[str] = field(default_factory=list)
+    counts: dict[str, int] = field(default_factory=dict)
+
+
+def merge_graph(raw_entities: pd.DataFrame, raw_relationships: pd.DataFrame, resolve: bool = True,
+                min_similarity: float = 0.92) -> MergeResult:
+    keys = [normalize_name(n) for n in raw_entities["name"]]
+    groups: dict[str, list[int]] = defaultdict(list)
+    for row, key in enumerate(keys):
+        if key:
+            groups[key].append(row)
+    names = raw_entities["name"].tolist()
+    types = raw_entities["type"].tolist()
+    units = raw_entities["text_unit_id"].tolist()
+
+    rel_keys = [(normalize_name(s), normalize_name(t)) for s, t in zip(raw_relationships["source"],
+                                                                      raw_relationships["target"], strict=True)]
+    neighbours: dict[str, set[str]] = defaultdict(set)
+    for s, t in rel_keys:
+        if s in groups and t in groups and s != t:
+            neighbours[s].add(t)
+            neighbours[t].add(s)
+    key_units = {k: {units[r] for r in rows} for k, rows in groups.items()}
+
+    canonical = {k: k for k in groups}
+    decisions = []
+    if resolve:
+        candidates = [Candidate(k, majority([types[r] for r in rows])[0], len(key_units[k]))
+                      for k, rows in groups.items()]
+        decisions = find_aliases(candidates, neighbours, key_units, min_similarity)
+        canonical.update({d.alias: d.canonical for d in decisions})
+
+    members: dict[str, list[int]] = defaultdict(list)
+    for key, rows in groups.items():
+        members[canonical[key]].extend(rows)
+    # a group is titled by its canonical name's own spelling ("TAYLOR CRUZ", not its more frequent alias "TAYLOR")
+    titles = {c: _title([names[r] for r in groups[c]]) for c in members}
+    entities = _entity_rows(members, titles, raw_entities)
+    aliases = _alias_rows(groups, canonical, titles, names, decisions)
+    relationships, problems, counts = _relationship_rows(raw_relationships, rel_keys, canonical, titles)
+    counts.update({"raw_entity_records": len(raw_entities), "names_after_normalization": len(groups),
+                   "entities": len(entities), "merged_as_aliases": len(decisions)})
+    return MergeResult(entities, relationships, aliases, problems, counts)
+
+
+def _title(raw_names: list[str]) -> str:
+    """The most common spelling, upper-cased (GraphRAG's titles are upper case)."""
+    spellings = Counter(" ".join(n.split()).upper() for n in raw_names)
+    return max(spellings, key=lambda s: (spellings[s], -len(s), s))
+
+
+def _entity_rows(members: dict[str, list[int]], titles: dict[str, str], raw: pd.DataFrame) -> pd.DataFrame:
+    types, descriptions, units = raw["type"].tolist(), raw["description"].tolist(), raw["text_unit_id"].tolist()
+    rows = []
+    for key, indices in members.items():
+        kind, others = majority([types[i] for i in indices])
+        texts = list(dict.fromkeys(d for d in (descriptions[i] for i in indices) if d))
+        unit_ids = list(dict.fromkeys(units[i] for i in indices))
+        rows.append((titles[key], kind, others, texts, unit_ids, len(unit_ids)))
+    table = pd.DataFrame(rows, columns=ENTITY_COLUMNS)
+    return table.sort_values("title", kind="stable").reset_index(drop=True)
+
+
+def _alias_rows(groups: dict[str, list[int]], canonical: dict[str, str], titles: dict[str, str], names: list[str],
+                decisions: list) -> pd.DataFrame:
+    reasons = {d.alias: (d.reason, d.score) for d in decisions}
+    rows = []
+    for key, indices in groups.items():
+        target = canonical[key]
+        for spelling in sorted({" ".join(names[i].split()).upper() for i in indices}):
+            if spelling == titles[target]:
+                continue
+            reason, score = reasons.get(key, ("same name after normalization", 1.0))
+            rows.append((spelling, titles[target], reason, score))
+    return pd.DataFrame(sorted(rows), columns=ALIAS_COLUMNS)
+
+
+def _relationship_rows(raw: pd.DataFrame, keys: list[tuple[str, str]], canonical: dict[str, str],
+                       titles: dict[str, str]) -> tuple[pd.DataFrame, list[str], dict[str, int]]:
+    merged: dict[tuple[str, str], dict[str, list]] = {}
+    unknown, self_loops = [], 0
+    descriptions, strengths = raw["description"].tolist(), raw["strength"].tolist()
+    units = raw["text_unit_id"].tolist()
+    for i, (s, t) in enumerate(keys):
+        if s not in canonical or t not in canonical:
+            missing = raw["source"].iloc[i] if s not in canonical else raw["target"].iloc[i]
+            unknown.append(f"relationship {raw['source'].iloc[i]} -> {raw['target'].iloc[i]}: "
+                           f"'{missing}' is not an extracted entity")
+            continue
+        a, b = titles[canonical[s]], titles[canonical[t]]
+        if a == b:
+            self_loops += 1
+            continue
+        pair = (a, b) if (b, a) not in merged else (b, a)  # undirected: reversed edges are the same edge
+        entry = merged.setdefault(pair, {"descriptions": [], "weights": [], "units": []})
+        entry["descriptions"].append(descriptions[i])
+        entry["weights"].append(float(strengths[i]))
+        entry["units"].append(units[i])
+    rows = [(a, b, list(dict.fromkeys(d for d in e["descriptions"] if d)), sum(e["weights"]),
+             list(dict.fromkeys(e["units"]))) for (a, b), e in merged.items()]
+    table = pd.DataFrame(rows, columns=RELATIONSHIP_COLUMNS).sort_values(["source", "target"], kind="stable")
+    problems = unknown
+    counts = {"raw_relationship_records": len(raw), "relationships": len(table),
+              "relationships_to_unknown_entities": len(unknown), "self_loops_after_merging": self_loops}
+    return table.reset_index(drop=True), problems, counts

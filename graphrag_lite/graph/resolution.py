@@ -1,0 +1,176 @@
+"""Which entity names denote the same thing: the policy of merging, apart from its mechanism (merge.py).
+
+Two steps. Names that normalize alike (case, spacing, punctuation, possessives, leading articles and
+honorifics: "Mr. Holmes", "HOLMES", "Holmes's") are one entity. Then likely aliases merge when every guard
+holds: the same type, no ambiguity (the short name fits exactly one longer name), and evidence in the graph
+(a shared neighbour or a shared text unit):
+- a person's name whose words are all in a longer person's name ("Holmes" -> "Sherlock Holmes");
+- organization names equal but for a company suffix ("Acme Corp" -> "Acme Corporation" -> "Acme");
+- near-identical spellings (similarity >= min_similarity), for any type.
+Every decision comes back with its reason, for the `entity_aliases` table.
+"""
+
+from __future__ import annotations
+
+import re
+import unicodedata
+from collections import Counter, defaultdict
+from collections.abc import Callable
+from dataclasses import dataclass
+from difflib import SequenceMatcher
+
+ARTICLES = frozenset({"THE", "A", "AN"})
+HONORIFICS = frozenset({"MR", "MRS", "MS", "MISS", "DR", "SIR", "DAME", "LADY", "LORD", "PROF", "PROFESSOR",
+                        "CAPT", "CAPTAIN", "COL", "COLONEL", "GEN", "GENERAL", "REV", "REVEREND", "MADAM",
+                        "MADAME", "MONSIEUR", "HERR", "FRAU", "AGENT", "SERGEANT", "SGT", "LIEUTENANT", "LT"})
+COMPANY_SUFFIXES = frozenset({"CORP", "CORPORATION", "INC", "INCORPORATED", "CO", "COMPANY", "LTD", "LIMITED",
+                              "LLC", "PLC", "GMBH", "AG", "SA", "LLP"})
+MAX_POSTING = 50  # a word shared by more names than this (JOHN, LONDON) proposes no candidates
+Evidence = Callable[[str, str], bool]
+
+
+def normalize_name(name: str) -> str:
+    """The grouping key of a name: upper case, punctuation as spaces, no possessive, no leading article or
+    honorific (unless that is the whole name)."""
+    text = unicodedata.normalize("NFKC", name).upper().replace("’", "'")
+    text = re.sub(r"'S\b", "", text)
+    text = re.sub(r"[^\w\s&-]", " ", text)
+    words = text.split()
+    while len(words) > 1 and (words[0] in ARTICLES or words[0] in HONORIFICS):
+        words = words[1:]
+    return " ".join(words)
+
+
+@dataclass(frozen=True)
+class Candidate:
+    key: str  # normalized name
+    type: str
+    frequency: int
+
+
+@dataclass(frozen=True)
+class AliasDecision:
+    alias: str  # key merged away
+    canonical: str  # key it merges into
+    reason: str
+    score: float
+
+
+def find_aliases(candidates: list[Candidate], neighbours: dict[str, set[str]], text_units: dict[str, set[str]],
+                 min_similarity: float, require_evidence: bool = True) -> list[AliasDecision]:
+    """Alias decisions between normalized entities; each alias points at a final canonical key."""
+    by_key = {c.key: c for c in candidates}
+    postings: dict[str, list[str]] = defaultdict(list)
+    for c in candidates:
+        for word in set(c.key.split()):
+            postings[word].append(c.key)
+
+    def evidence(a: str, b: str) -> bool:
+        if not require_evidence:
+            return True
+        return bool(neighbours.get(a, set()) & (neighbours.get(b, set()) | {b})) or \
+            bool(text_units.get(a, set()) & text_units.get(b, set()))
+
+    decisions: dict[str, AliasDecision] = {}
+    for c in sorted(candidates, key=lambda c: (len(c.key), c.key)):
+        if c.key in decisions:
+            continue
+        decision = (_person_subset(c, by_key, postings, evidence) or _company_suffix(c, by_key, postings)
+                    or _similar_spelling(c, by_key, postings, evidence, min_similarity))
+        if decision:
+            decisions[c.key] = decision
+    return _resolve_chains(decisions)
+
+
+def _words_candidates(key: str, postings: dict[str, list[str]]) -> set[str]:
+    """Names sharing every word of `key` (through words that are not too common)."""
+    lists = [postings[w] for w in set(key.split()) if len(postings[w]) <= MAX_POSTING]
+    if not lists:
+        return set()
+    result = set(lists[0])
+    for other in lists[1:]:
+        result &= set(other)
+    result.discard(key)
+    return result
+
+
+def _person_subset(c: Candidate, by_key: dict[str, Candidate], postings: dict[str, list[str]],
+                   evidence: Evidence) -> AliasDecision | None:
+    if c.type != "PERSON":
+        return None
+    words = set(c.key.split())
+    longer = [k for k in _words_candidates(c.key, postings)
+              if by_key[k].type == "PERSON" and words < set(k.split())]
+    if len(longer) != 1 or not evidence(c.key, longer[0]):
+        return None  # none, or ambiguous ("Holmes": Sherlock or Mycroft?), or no evidence
+    return AliasDecision(c.key, longer[0], "name words contained in a longer person's name", 1.0)
+
+
+def _company_suffix(c: Candidate, by_key: dict[str, Candidate], postings: dict[str, list[str]]) -> AliasDecision | None:
+    if c.type != "ORGANIZATION":
+        return None
+    core = _company_core(c.key)
+    if not core:
+        return None
+    same = [k for k in postings.get(core.split()[0], []) if k != c.key and by_key[k].type == "ORGANIZATION"
+            and _company_core(k) == core]
+    if not same:
+        return None
+    # everything with the same core merges into its most mentioned spelling
+    best = max([c.key, *same], key=lambda k: (by_key[k].frequency, len(k), k))
+    if best == c.key:
+        return None
+    return AliasDecision(c.key, best, "same organization name but for a company suffix", 1.0)
+
+
+def _company_core(key: str) -> str:
+    words = key.split()
+    while len(words) > 1 and words[-1] in COMPANY_SUFFIXES:
+        words = words[:-1]
+    return " ".join(words)
+
+
+def _similar_spelling(c: Candidate, by_key: dict[str, Candidate], postings: dict[str, list[str]], evidence: Evidence,
+                      min_similarity: float) -> AliasDecision | None:
+    if len(c.key) < 6:
+        return None
+    best: tuple[float, str] | None = None
+    seen: set[str] = set()
+    for word in set(c.key.split()):
+        if len(postings[word]) > MAX_POSTING:
+            continue
+        for other in postings[word]:
+            if other == c.key or other in seen or by_key[other].type != c.type:
+                continue
+            seen.add(other)
+            if abs(len(other) - len(c.key)) > max(2, len(c.key) // 5):
+                continue
+            score = SequenceMatcher(None, c.key, other).ratio()
+            if score >= min_similarity and (best is None or score > best[0]):
+                best = (score, other)
+    if best is None or not evidence(c.key, best[1]):
+        return None
+    other = best[1]
+    if (by_key[other].frequency, other) < (c.frequency, c.key):
+        return None  # the more mentioned spelling survives; that pair is decided from the other side
+    return AliasDecision(c.key, other, "near-identical spelling", round(best[0], 3))
+
+
+def _resolve_chains(decisions: dict[str, AliasDecision]) -> list[AliasDecision]:
+    """A -> B -> C becomes A -> C and B -> C; a cycle keeps its first member."""
+    resolved = []
+    for decision in decisions.values():
+        target, hops = decision.canonical, 0
+        while target in decisions and hops < len(decisions):
+            target, hops = decisions[target].canonical, hops + 1
+        if target != decision.alias:
+            resolved.append(AliasDecision(decision.alias, target, decision.reason, decision.score))
+    return resolved
+
+
+def majority(values: list[str]) -> tuple[str, list[str]]:
+    """The most common value (the first seen on ties) and the others, in order of first appearance."""
+    counts = Counter(values)
+    order = list(dict.fromkeys(values))
+    winner = max(order, key=lambda v: (counts[v], -order.index(v)))
+    return winner, [v for v in order if v != winner]

@@ -1,0 +1,86 @@
+"""Stage cluster_graph: the igraph graph of merged entities and relationships, degrees, hierarchical Leiden
+communities, and the final `entities`, `relationships` and `communities` tables with stable ids."""
+
+from __future__ import annotations
+
+from datetime import UTC, datetime
+
+import pandas as pd
+
+from graphrag_lite.graph.cluster import Community, build_graph, hierarchical_leiden
+from graphrag_lite.ids import stable_id
+from graphrag_lite.pipeline import Stage, StageContext, StageResult
+
+COMMUNITY_COLUMNS = ["id", "human_readable_id", "community", "level", "parent", "children", "title", "entity_ids",
+                     "relationship_ids", "text_unit_ids", "period", "size"]
+
+
+def run(ctx: StageContext) -> StageResult:
+    cfg = ctx.config.cluster_graph
+    entities, relationships, communities = finalize_graph(ctx.read("summarized_entities"),
+                                                          ctx.read("summarized_relationships"),
+                                                          cfg.max_cluster_size, cfg.seed, cfg.use_lcc)
+    levels = communities.groupby("level").size().to_dict() if len(communities) else {}
+    return StageResult(
+        tables={"entities": entities, "relationships": relationships, "communities": communities},
+        summary=f"{len(entities)} entities, {len(relationships)} relationships, {len(communities)} communities "
+                f"({', '.join(f'level {lvl}: {n}' for lvl, n in levels.items()) or 'no edges to cluster'})",
+        details={"communities_per_level": {str(k): int(v) for k, v in levels.items()}},
+    )
+
+
+def finalize_graph(entities: pd.DataFrame, relationships: pd.DataFrame, max_cluster_size: int, seed: int,
+                   use_lcc: bool) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    entities = entities.sort_values("title", kind="stable").reset_index(drop=True)
+    index = {title: i for i, title in enumerate(entities["title"])}
+    edges = [(index[s], index[t]) for s, t in zip(relationships["source"], relationships["target"], strict=True)]
+    graph = build_graph(len(entities), edges, [float(w) for w in relationships["weight"]])
+    degree = graph.degree()  # merge_graph leaves one edge per pair, so this counts distinct neighbours
+
+    entity_ids = [stable_id("entity", t) for t in entities["title"]]
+    entities = entities.assign(id=entity_ids, human_readable_id=range(len(entities)), degree=degree)
+    entities = entities[["id", "human_readable_id", "title", "type", "description", "text_unit_ids", "frequency",
+                         "degree", "other_types"]]
+
+    relationships = relationships.reset_index(drop=True)
+    relationships = relationships.assign(
+        id=[stable_id("relationship", s, t) for s, t in zip(relationships["source"], relationships["target"],
+                                                            strict=True)],
+        human_readable_id=range(len(relationships)),
+        combined_degree=[degree[a] + degree[b] for a, b in edges],
+    )[["id", "human_readable_id", "source", "target", "description", "weight", "combined_degree", "text_unit_ids"]]
+
+    tree = hierarchical_leiden(graph, max_cluster_size, seed, use_lcc)
+    communities = community_table(tree, entity_ids, edges, relationships)
+    return entities, relationships, communities
+
+
+def community_table(tree: list[Community], entity_ids: list[str], edges: list[tuple[int, int]],
+                    relationships: pd.DataFrame) -> pd.DataFrame:
+    period = datetime.now(UTC).date().isoformat()
+    rel_ids, rel_units = relationships["id"].tolist(), relationships["text_unit_ids"].tolist()
+    inside: dict[int, list[int]] = {node.community: [] for node in tree}
+    for level in sorted({node.level for node in tree}):
+        # one pass over the edges per level: an edge is inside the community that holds both its ends
+        home = {v: node.community for node in tree if node.level == level for v in node.members}
+        for i, (a, b) in enumerate(edges):
+            if a in home and home[a] == home.get(b):
+                inside[home[a]].append(i)
+    rows = []
+    for node in tree:
+        units = list(dict.fromkeys(u for i in inside[node.community] for u in rel_units[i]))
+        member_ids = [entity_ids[v] for v in node.members]
+        rows.append((stable_id("community", node.level, *sorted(member_ids)), node.community, node.community,
+                     node.level, node.parent, node.children, f"Community {node.community}", member_ids,
+                     [rel_ids[i] for i in inside[node.community]], units, period, len(member_ids)))
+    return pd.DataFrame(rows, columns=COMMUNITY_COLUMNS)
+
+
+STAGE = Stage(
+    name="cluster_graph",
+    description="graph, degrees and hierarchical Leiden communities; final entities, relationships, communities",
+    reads=("summarized_entities", "summarized_relationships"),
+    writes=("entities", "relationships", "communities"),
+    config_sections=("cluster_graph",),
+    run=run,
+)

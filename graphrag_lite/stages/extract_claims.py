@@ -1,0 +1,83 @@
+"""Stage extract_claims: claims (covariates) about entities in every text unit, by the LLM. Off by default.
+
+Same gleaning, parsing and failure handling as extract_graph; unlike GraphRAG, gleaned claims are kept and
+blank claims are dropped (and counted) instead of becoming empty rows. When disabled, it writes an empty
+table and calls no model.
+"""
+
+from __future__ import annotations
+
+import asyncio
+
+import pandas as pd
+
+from graphrag_lite.config import ExtractClaimsConfig
+from graphrag_lite.extraction.gleaning import CONTINUE_CLAIMS, extract_with_gleaning
+from graphrag_lite.extraction.tuples import COMPLETION_DELIMITER, RECORD_DELIMITER, TUPLE_DELIMITER, parse_claims_reply
+from graphrag_lite.llm.gateway import LLMCallError
+from graphrag_lite.pipeline import Stage, StageContext, StageResult
+from graphrag_lite.prompts import fill, load_prompt
+
+CLAIM_COLUMNS = ["text_unit_id", "subject", "object", "type", "status", "start_date", "end_date", "description",
+                 "source_text"]
+
+
+def claims_prompt(cfg: ExtractClaimsConfig, entity_types: list[str]) -> str:
+    template = load_prompt(cfg.prompt, "extract_claims.txt", required=("input_text",))
+    return fill(template, entity_specs=", ".join(entity_types), claim_description=cfg.description,
+                tuple_delimiter=TUPLE_DELIMITER, record_delimiter=RECORD_DELIMITER,
+                completion_delimiter=COMPLETION_DELIMITER)
+
+
+def run(ctx: StageContext) -> StageResult:
+    cfg = ctx.config.extract_claims
+    if not cfg.enabled:
+        return StageResult(tables={"raw_claims": pd.DataFrame(columns=CLAIM_COLUMNS)},
+                           summary="disabled (extract_claims.enabled: false)")
+    units = ctx.read("base_text_units")
+    template = claims_prompt(cfg, ctx.config.extract_graph.entity_types)
+    readable = dict(zip(units["id"], units["human_readable_id"], strict=True))
+    rows: list[tuple[object, ...]] = []
+    problems: list[str] = []
+    dropped: list[str] = []
+
+    async def one(unit_id: str, text: str, advance: object) -> None:
+        try:
+            parsed, _ = await extract_with_gleaning(ctx.llm, cfg.model_id, "extract_claims",
+                                                    fill(template, input_text=text), cfg.max_gleanings,
+                                                    parse_claims_reply, CONTINUE_CLAIMS)
+        except LLMCallError as err:
+            problems.append(f"text unit {readable[unit_id]}: claim extraction failed: {err}")
+            return
+        finally:
+            if callable(advance):
+                advance()
+        rows.extend((unit_id, c.subject, c.object, c.type, c.status, c.start_date, c.end_date, c.description,
+                     c.source_text) for c in parsed.claims)
+        dropped.extend(f"text unit {readable[unit_id]}: {d}" for d in parsed.dropped)
+
+    async def extract_all(advance: object) -> None:
+        await asyncio.gather(*(one(u, t, advance) for u, t in zip(units["id"], units["text"], strict=True)))
+
+    with ctx.bar(len(units), "text units") as advance:
+        asyncio.run(extract_all(advance))
+    order = {unit_id: i for i, unit_id in enumerate(units["id"])}
+    rows.sort(key=lambda row: order[str(row[0])])  # completion order varies; the table must not
+    return StageResult(
+        tables={"raw_claims": pd.DataFrame(rows, columns=CLAIM_COLUMNS)},
+        summary=f"{len(units) - len(problems)} of {len(units)} text units -> {len(rows)} claims"
+                + (f", {len(dropped)} unusable records dropped" if dropped else ""),
+        problems=problems,
+        details={"failed_text_units": len(problems), "dropped_records": dropped},
+        complete=not problems,
+    )
+
+
+STAGE = Stage(
+    name="extract_claims",
+    description="claims about entities in every text unit, by the LLM (when extract_claims.enabled)",
+    reads=("base_text_units",),
+    writes=("raw_claims",),
+    config_sections=("extract_claims", "extract_graph"),
+    run=run,
+)

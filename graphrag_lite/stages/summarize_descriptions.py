@@ -1,0 +1,118 @@
+"""Stage summarize_descriptions: one description per entity and per relationship.
+
+A single distinct description is kept verbatim, with no call. Several are summarized by the LLM; when they do
+not fit in `max_input_tokens` they are folded: each batch is summarized, then the summaries, until one call
+takes them all. A summary that fails after retries falls back to the descriptions joined (nothing is lost),
+is listed in the problems, and the stage is marked for a re-run.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable
+
+from graphrag_lite.config import SummarizeDescriptionsConfig
+from graphrag_lite.llm.gateway import Gateway, LLMCallError
+from graphrag_lite.llm.structured import ParseError
+from graphrag_lite.pipeline import Stage, StageContext, StageResult
+from graphrag_lite.prompts import fill, load_prompt
+from graphrag_lite.tokens import count_tokens
+
+ENCODING = "o200k_base"
+
+
+def run(ctx: StageContext) -> StageResult:
+    cfg = ctx.config.summarize_descriptions
+    entities = ctx.read("merged_entities")
+    relationships = ctx.read("merged_relationships")
+    template = load_prompt(cfg.prompt, "summarize_descriptions.txt", required=("description_list",))
+    subjects = list(entities["title"]) + [f"{s}, {t}" for s, t in zip(relationships["source"],
+                                                                            relationships["target"], strict=True)]
+    lists = [list(d) for d in entities["descriptions"]] + [list(d) for d in relationships["descriptions"]]
+    needing = sum(len(d) > 1 for d in lists)
+    problems: list[str] = []
+    with ctx.bar(needing, "summaries") as advance:
+        summaries = asyncio.run(summarize_all(ctx.llm if needing else None, cfg, template, subjects, lists,
+                                              problems, advance))
+    entity_table = entities.drop(columns=["descriptions"]).assign(description=summaries[: len(entities)])
+    relationship_table = relationships.drop(columns=["descriptions"]).assign(description=summaries[len(entities):])
+    return StageResult(
+        tables={"summarized_entities": entity_table, "summarized_relationships": relationship_table},
+        summary=f"{needing} of {len(lists)} entities and relationships had several descriptions and were "
+                f"summarized; the rest kept their single description",
+        problems=problems,
+        details={"summarized": needing, "kept_verbatim": len(lists) - needing},
+        complete=not problems,
+    )
+
+
+async def summarize_all(gateway: Gateway | None, cfg: SummarizeDescriptionsConfig, template: str,
+                        subjects: list[str], lists: list[list[str]], problems: list[str],
+                        advance: Callable[[], None]) -> list[str]:
+    async def one(subject: str, descriptions: list[str]) -> str:
+        if len(descriptions) <= 1:
+            return descriptions[0] if descriptions else ""
+        assert gateway is not None
+        try:
+            return await summarize(gateway, cfg, template, subject, descriptions)
+        except LLMCallError as err:
+            problems.append(f"summary of {subject} failed, its descriptions were joined instead: {err}")
+            return "\n".join(descriptions)
+        finally:
+            advance()
+
+    return list(await asyncio.gather(*(one(s, d) for s, d in zip(subjects, lists, strict=True))))
+
+
+async def summarize(gateway: Gateway, cfg: SummarizeDescriptionsConfig, template: str, subject: str,
+                    descriptions: list[str]) -> str:
+    """One summary of many descriptions, folding batches that do not fit the input limit."""
+    budget = cfg.max_input_tokens - count_tokens(fill(template, entity_name=subject, description_list="",
+                                                      max_length=cfg.max_length), ENCODING)
+    while True:
+        batches = pack(descriptions, max(budget, 100))
+        summaries = [await _summarize_batch(gateway, cfg, template, subject, batch) for batch in batches]
+        if len(summaries) == 1:
+            return summaries[0]
+        descriptions = summaries
+
+
+def pack(descriptions: list[str], budget: int) -> list[list[str]]:
+    """Consecutive batches whose token count stays within the budget (a longer single one goes alone)."""
+    batches: list[list[str]] = [[]]
+    used = 0
+    for text in descriptions:
+        tokens = count_tokens(text, ENCODING) + 1
+        if batches[-1] and used + tokens > budget:
+            batches.append([])
+            used = 0
+        batches[-1].append(text)
+        used += tokens
+    return batches
+
+
+async def _summarize_batch(gateway: Gateway, cfg: SummarizeDescriptionsConfig, template: str, subject: str,
+                           batch: list[str]) -> str:
+    if len(batch) == 1:
+        return batch[0]
+    prompt = fill(template, entity_name=subject, description_list="\n".join(sorted(batch)), max_length=cfg.max_length)
+    result = await gateway.chat(cfg.model_id, [{"role": "user", "content": prompt}], stage="summarize_descriptions",
+                                parse=_nonempty)
+    return result.value
+
+
+def _nonempty(text: str) -> str:
+    cleaned = text.strip()
+    if not cleaned:
+        raise ParseError("the summary is empty")
+    return cleaned
+
+
+STAGE = Stage(
+    name="summarize_descriptions",
+    description="one description per entity and relationship (LLM summary where there are several)",
+    reads=("merged_entities", "merged_relationships"),
+    writes=("summarized_entities", "summarized_relationships"),
+    config_sections=("summarize_descriptions",),
+    run=run,
+)
