@@ -38,3 +38,30 @@ def cli():
         return runner.invoke(app, [str(a) for a in args], catch_exceptions=False)
 
     return invoke
+
+
+DATA = Path(__file__).resolve().parent / "data"
+FAKE_MODELS = ("models:\n  default_chat_model:\n    model: {chat}\n    max_retry_wait: 0.01\n"
+               "  default_embedding_model:\n    model: fake/embedding\n")
+
+
+def make_project(root: Path, documents: list[Path], settings: str = "", chat: str = "fake/default") -> Path:
+    """A project folder with copies of `documents` and settings that use the fake model."""
+    (root / "input").mkdir(parents=True, exist_ok=True)
+    for document in documents:
+        (root / "input" / document.name).write_bytes(document.read_bytes())
+    write_settings(root, FAKE_MODELS.format(chat=chat) + settings)
+    return root
+
+
+def check_index(output: Path, *extra: str) -> tuple[int, str]:
+    """Run the team's shared index checker (../shared/tools/check_index.py) when it is there."""
+    import subprocess
+    import sys
+
+    checker = REPO.parent / "shared" / "tools" / "check_index.py"
+    if not checker.is_file():
+        pytest.skip("../shared/tools/check_index.py is not beside this checkout")
+    done = subprocess.run([sys.executable, str(checker), str(output), *extra], capture_output=True, text=True,
+                          timeout=120)
+    return done.returncode, done.stdout

@@ -32,7 +32,7 @@ Evidence = Callable[[str, str], bool]
 def normalize_name(name: str) -> str:
     """The grouping key of a name: upper case, punctuation as spaces, no possessive, no leading article or
     honorific (unless that is the whole name)."""
-    text = unicodedata.normalize("NFKC", name).upper().replace("’", "'")
+    text = unicodedata.normalize("NFKC", name).upper().replace("\u2019", "'")
     text = re.sub(r"'S\b", "", text)
     text = re.sub(r"[^\w\s&-]", " ", text)
     words = text.split()

@@ -28,6 +28,8 @@ def run(ctx: StageContext) -> StageResult:
     unit_ids = text_units.groupby("document_id", sort=False)["id"].agg(list)
     final_documents = documents.assign(text_unit_ids=pd.Series(
         [unit_ids.get(doc_id, []) for doc_id in documents["id"]], index=documents.index, dtype=object))
+    final_documents = final_documents[["id", "human_readable_id", "title", "text", "text_unit_ids", "creation_date",
+                                       "raw_data", "metadata"]]  # GraphRAG's column order
     tokens = int(text_units["n_tokens"].sum())
     return StageResult(
         tables={"base_text_units": text_units, "documents": final_documents},

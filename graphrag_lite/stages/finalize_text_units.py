@@ -48,9 +48,10 @@ def covariate_table(claims: pd.DataFrame, entities: pd.DataFrame, aliases: pd.Da
     def resolve(name: str) -> str:
         return titles.get(normalize_name(name), name)
 
-    rows = []
+    rows: list[tuple[object, ...]] = []
     for claim in claims.itertuples(index=False):
-        subject, target = resolve(claim.subject), resolve(claim.object) if claim.object != "NONE" else "NONE"
+        subject = resolve(str(claim.subject))
+        target = resolve(str(claim.object)) if claim.object != "NONE" else "NONE"
         rows.append((stable_id("claim", claim.text_unit_id, subject, target, claim.type, claim.description),
                      len(rows), "claim", claim.type, claim.description, subject, target, claim.status,
                      claim.start_date, claim.end_date, claim.source_text, claim.text_unit_id))

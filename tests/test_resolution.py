@@ -1,0 +1,94 @@
+import pandas as pd
+
+from graphrag_lite.graph.merge import merge_graph
+from graphrag_lite.graph.resolution import normalize_name
+
+
+def entities(*rows):
+    return pd.DataFrame(rows, columns=["text_unit_id", "name", "type", "description"])
+
+
+def relationships(*rows):
+    return pd.DataFrame(rows, columns=["text_unit_id", "source", "target", "description", "strength"])
+
+
+def test_normalize_name():
+    assert normalize_name("Mr. Holmes") == "HOLMES"
+    assert normalize_name("  the   Navy Office ") == "NAVY OFFICE"
+    assert normalize_name("Holmes's") == normalize_name("Holmes’s") == "HOLMES"
+    assert normalize_name("Dr.") == "DR"  # an honorific alone is still a name
+    assert normalize_name("AT&T Inc.") == "AT&T INC"
+
+
+def test_holmes_aliases_become_one_node_with_every_description():
+    merged = merge_graph(
+        entities(("u1", "Sherlock Holmes", "PERSON", "A detective"),
+                 ("u2", "Holmes", "PERSON", "Lives at Baker Street"),
+                 ("u3", "Mr. Holmes", "PERSON", "Plays the violin"),
+                 ("u1", "Watson", "PERSON", "A doctor"),
+                 ("u3", "Dr. Watson", "PERSON", "Holmes's friend")),
+        relationships(("u1", "Sherlock Holmes", "Watson", "Friends", 8),
+                      ("u2", "Holmes", "Watson", "Share rooms", 5),
+                      ("u3", "Watson", "Mr. Holmes", "Friends again", 2)))
+    assert merged.entities["title"].tolist() == ["SHERLOCK HOLMES", "WATSON"]
+    holmes = merged.entities.iloc[0]
+    assert holmes["descriptions"] == ["A detective", "Lives at Baker Street", "Plays the violin"]
+    assert holmes["text_unit_ids"] == ["u1", "u2", "u3"] and holmes["frequency"] == 3
+    # three records of one undirected pair, in both orientations, are one edge with the summed weight
+    assert len(merged.relationships) == 1 and merged.relationships["weight"][0] == 15
+    aliases = dict(zip(merged.aliases["alias"], merged.aliases["title"], strict=True))
+    assert aliases["HOLMES"] == aliases["MR. HOLMES"] == "SHERLOCK HOLMES"
+    assert aliases["DR. WATSON"] == "WATSON"
+
+
+def test_ambiguous_short_name_is_not_merged():
+    merged = merge_graph(
+        entities(("u1", "Sherlock Holmes", "PERSON", "Detective"), ("u1", "Mycroft Holmes", "PERSON", "Brother"),
+                 ("u1", "Holmes", "PERSON", "One of them")),
+        relationships(("u1", "Holmes", "Sherlock Holmes", "x", 1), ("u1", "Holmes", "Mycroft Holmes", "y", 1)))
+    assert sorted(merged.entities["title"]) == ["HOLMES", "MYCROFT HOLMES", "SHERLOCK HOLMES"]
+
+
+def test_company_suffixes_merge_and_types_guard():
+    merged = merge_graph(
+        entities(("u1", "Acme Corp", "ORGANIZATION", "Makes anvils"), ("u2", "Acme Corporation", "ORGANIZATION", "HQ"),
+                 ("u3", "Acme Corporation", "ORGANIZATION", "Hiring"), ("u4", "Acme", "GEO", "A town")),
+        relationships())
+    titles = merged.entities.set_index("title")
+    assert list(titles.index) == ["ACME", "ACME CORPORATION"]  # the town is not the company
+    assert titles.loc["ACME CORPORATION", "descriptions"] == ["Makes anvils", "HQ", "Hiring"]
+
+
+def test_person_subset_needs_evidence_in_the_graph():
+    merged = merge_graph(entities(("u1", "John Smith", "PERSON", "A"), ("u2", "Smith", "PERSON", "B")),
+                         relationships())
+    assert sorted(merged.entities["title"]) == ["JOHN SMITH", "SMITH"]  # nothing ties them together
+
+
+def test_two_types_keep_all_data_and_majority_wins():
+    merged = merge_graph(entities(("u1", "Paris", "GEO", "Capital"), ("u2", "Paris", "GEO", "City of light"),
+                                  ("u3", "Paris", "PERSON", "A Trojan prince")), relationships())
+    row = merged.entities.iloc[0]
+    assert (row["type"], list(row["other_types"])) == ("GEO", ["PERSON"])
+    assert len(row["descriptions"]) == 3 and row["frequency"] == 3
+
+
+def test_resolution_can_be_turned_off_and_self_edges_and_unknown_ends_are_counted():
+    merged = merge_graph(
+        entities(("u1", "Sherlock Holmes", "PERSON", "A"), ("u1", "Holmes", "PERSON", "B")),
+        relationships(("u1", "Holmes", "Sherlock Holmes", "same person", 3), ("u1", "Holmes", "Moriarty", "foe", 9)),
+        resolve=True)
+    assert merged.counts["self_loops_after_merging"] == 1
+    assert merged.counts["relationships_to_unknown_entities"] == 1 and "Moriarty" in merged.problems[0]
+    kept = merge_graph(entities(("u1", "Sherlock Holmes", "PERSON", "A"), ("u1", "Holmes", "PERSON", "B")),
+                       relationships(("u1", "Holmes", "Sherlock Holmes", "x", 3)), resolve=False)
+    assert len(kept.entities) == 2 and len(kept.relationships) == 1
+
+
+def test_near_identical_spelling_merges_into_the_more_frequent_one():
+    merged = merge_graph(
+        entities(("u1", "Elizabeth Bennet", "PERSON", "A"), ("u2", "Elizabeth Bennet", "PERSON", "B"),
+                 ("u3", "Elizabeth Bennett", "PERSON", "C"), ("u1", "Darcy", "PERSON", "D")),
+        relationships(("u1", "Elizabeth Bennet", "Darcy", "x", 1), ("u3", "Elizabeth Bennett", "Darcy", "y", 1)))
+    assert sorted(merged.entities["title"]) == ["DARCY", "ELIZABETH BENNET"]
+    assert merged.aliases.set_index("alias").loc["ELIZABETH BENNETT", "reason"] == "near-identical spelling"
