@@ -5,7 +5,7 @@ from __future__ import annotations
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import Annotated, TypeVar
+from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
@@ -77,11 +77,14 @@ def index(
     from_stage: Annotated[str | None, typer.Option("--from", help="re-run this stage and every later one")] = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="send every model call; neither read nor "
                                            "write the answer cache")] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="estimate model calls, tokens and cost per stage "
+                                          "without calling a model (model-free stages run)")] = False,
     verbose: VerboseOption = False,
 ) -> None:
     """Build (or resume) the index: runs the pipeline's stages, skipping those whose inputs are unchanged."""
     from graphrag_lite.config import load_config
     from graphrag_lite.pipeline import describe_llm_totals, load_pipeline, run_pipeline
+    from graphrag_lite.pipeline import dry_run as estimate_pipeline
     from graphrag_lite.stages import STAGES
 
     def run() -> int:
@@ -89,6 +92,9 @@ def index(
         pipeline = load_pipeline(method or cfg.pipeline, STAGES, cfg.root_dir)
         console.print(f"Indexing with pipeline [bold]{pipeline.name}[/bold] "
                       f"({' → '.join(s.name for s in pipeline.stages)})", highlight=False)
+        if dry_run:
+            print_estimates(estimate_pipeline(cfg, pipeline, console))
+            return 0
         summary = run_pipeline(cfg, pipeline, console, force=force, from_stage=from_stage, use_cache=not no_cache)
         tables = {t: n for s in summary.stages.values() for t, n in s.get("rows_out", {}).items()}
         console.print(f"Done: {', '.join(f'{t} ({n:,} rows)' for t, n in tables.items())} in {summary.output_dir}",
@@ -100,6 +106,31 @@ def index(
         return 0
 
     raise typer.Exit(_guarded(verbose, run))
+
+
+def print_estimates(estimates: dict[str, Any]) -> None:
+    from rich.table import Table
+
+    table = Table(title="Model calls this run would make (dry run: no model was called)")
+    for column in ("stage", "calls", "prompt tokens", "completion (est.)", "cost (est.)"):
+        table.add_column(column, justify="left" if column == "stage" else "right")
+    total, unknown = 0.0, []
+    for stage, found in estimates.items():
+        if "calls" not in found:
+            unknown.append(stage)
+            continue
+        cost = found["estimated_cost_usd"]
+        total += cost or 0.0
+        table.add_row(stage, f"{found['calls']:,} + ≤{found['up_to_extra_calls']:,}",
+                      f"{found['prompt_tokens']:,} + ≤{found['up_to_extra_prompt_tokens']:,}",
+                      f"{found['estimated_completion_tokens']:,}", "?" if cost is None else f"${cost:.4f}")
+    console.print(table)
+    console.print("'+ ≤N': gleaning calls, made only while the model keeps finding more. Completion tokens are "
+                  "estimated; calls and prompt tokens are counted.", highlight=False)
+    if unknown:
+        console.print(f"Not estimable before extraction (their calls depend on its results): {', '.join(unknown)}")
+    console.print(f"Estimated cost of the estimable stages: ${total:.4f}, with every possible gleaning call. "
+                  "Details: dry_run.json in the output folder.", highlight=False)
 
 
 @query_app.callback(invoke_without_command=True)

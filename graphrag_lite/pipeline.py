@@ -34,6 +34,7 @@ from graphrag_lite.resources import data_dir
 from graphrag_lite.storage import OutputStore, read_json, write_json
 
 if TYPE_CHECKING:
+    from graphrag_lite.estimate import CallEstimate
     from graphrag_lite.llm.gateway import Gateway
 
 STATE_FILE = "pipeline_state.json"
@@ -97,6 +98,10 @@ class Stage:
     run: Callable[[StageContext], StageResult]
     # A digest of what the stage reads from outside the output folder (the input documents).
     external_digest: Callable[[GraphRagConfig], str] | None = None
+    uses_model: bool = False
+    # For --dry-run: the calls the stage would make, from its inputs, without calling a model (None: the
+    # stage's calls depend on what earlier model calls return and cannot be known in advance).
+    estimate: Callable[[StageContext], CallEstimate | None] | None = None
 
 
 @dataclass
@@ -153,6 +158,40 @@ def _pipeline_path(name_or_path: str, root: Path | None) -> Path:
     close = difflib.get_close_matches(name_or_path, known, n=1)
     hint = f"did you mean '{close[0]}'? " if close else ""
     raise PipelineError(f"unknown pipeline '{name_or_path}'; {hint}available: {', '.join(known)}")
+
+
+# ---------------------------------------------------------------- dry run
+
+
+def dry_run(config: GraphRagConfig, pipeline: Pipeline, console: Console) -> dict[str, Any]:
+    """Estimate the model calls of every stage without making one. Stages that need no model run for real
+    (they give the counts: documents, text units); model stages are estimated from their inputs; stages
+    that need a model stage's answers are listed as not estimable."""
+    pending: set[str] = set()  # tables that only model answers would produce
+    model_free: list[Stage] = []
+    estimates: dict[str, Any] = {}
+    for stage in pipeline.stages:
+        if set(stage.reads) & pending:
+            pending.update(stage.writes)
+            if stage.uses_model:
+                estimates[stage.name] = {"note": "depends on the answers of earlier model stages: not estimable"}
+        elif stage.uses_model:
+            pending.update(stage.writes)
+            estimates[stage.name] = None
+        else:
+            model_free.append(stage)
+    if model_free:
+        run_pipeline(config, Pipeline(pipeline.name, pipeline.description, model_free), console)
+    store = OutputStore(config.output.base_dir)
+    models = ModelAccess(config, use_cache=False)
+    progress = Progress(console=console, disable=True)
+    for stage in pipeline.stages:
+        if stage.name in estimates and estimates[stage.name] is None:
+            context = StageContext(config, store, progress, stage.name, models)
+            found = stage.estimate(context) if stage.estimate else None
+            estimates[stage.name] = found.as_dict(config) if found else {"note": "makes no model calls as configured"}
+    write_json(store.base_dir / "dry_run.json", estimates)
+    return estimates
 
 
 # ---------------------------------------------------------------- running

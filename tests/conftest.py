@@ -26,7 +26,9 @@ def project(tmp_path: Path) -> Path:
     (root / "input").mkdir(parents=True)
     (root / "input" / "a.txt").write_text("Alice met Bob in Paris. " * 40, encoding="utf-8")
     (root / "input" / "b.md").write_text("# Notes\n\nCarol works at Acme Corp in Berlin. " * 30, encoding="utf-8")
-    write_settings(root, "chunking:\n  size: 100\n  overlap: 10\n")
+    # the runner's tests need no model: a pipeline of the model-free stages
+    (root / "chunks.yaml").write_text("stages: [load_documents, chunk_text]\n", encoding="utf-8")
+    write_settings(root, "pipeline: chunks.yaml\nchunking:\n  size: 100\n  overlap: 10\n")
     return root
 
 

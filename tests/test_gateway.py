@@ -224,3 +224,14 @@ def test_fake_embeddings_keep_lexical_similarity(tmp_path):
         return sum(i * j for i, j in zip(x, y, strict=True))
 
     assert cosine(a, b) > cosine(a, c) + 0.3
+
+
+def test_a_model_that_cannot_be_reached_fails_fast_with_the_fix(tmp_path):
+    # a closed port on this machine: connections are refused at once, nothing leaves the machine
+    gateway = make_gateway(tmp_path, "openai/gpt-4o-mini", api_base="http://127.0.0.1:9/v1", api_key="sk-unused",
+                           max_retries=10, timeout=5)
+    started = time.monotonic()
+    with pytest.raises(LLMConfigurationError, match="cannot be reached") as err:
+        ask(gateway, ["q"])
+    assert "api_base" in str(err.value) and "sk-unused" not in str(err.value)
+    assert time.monotonic() - started < 30

@@ -11,10 +11,11 @@ from graphrag_lite.stages import STAGES
 from graphrag_lite.storage import OutputStore, atomic_path
 
 
-def index(root, *overrides, force=False, from_stage=None, pipeline="standard"):
+def index(root, *overrides, force=False, from_stage=None):
     cfg = load_config(root, overrides=list(overrides))
     console = Console(record=True, width=200)
-    summary = run_pipeline(cfg, load_pipeline(pipeline, STAGES), console, force=force, from_stage=from_stage)
+    pipeline = load_pipeline(cfg.pipeline, STAGES, cfg.root_dir)
+    summary = run_pipeline(cfg, pipeline, console, force=force, from_stage=from_stage)
     return summary, console.export_text()
 
 
@@ -26,8 +27,8 @@ def test_index_writes_graphrag_tables_and_stats(project):
     index(project)
     out = project / "output"
     documents = pd.read_parquet(out / "documents.parquet")
-    units = pd.read_parquet(out / "text_units.parquet")
-    assert list(documents.columns[:5]) == ["id", "human_readable_id", "title", "text", "creation_date"]
+    units = pd.read_parquet(out / "base_text_units.parquet")
+    assert list(documents.columns[:6]) == ["id", "human_readable_id", "title", "text", "text_unit_ids", "creation_date"]
     assert "text_unit_ids" in documents.columns
     assert set(units.columns) >= {"id", "human_readable_id", "text", "n_tokens", "document_id"}
     assert set(units["document_id"]) == set(documents["id"])
@@ -35,7 +36,7 @@ def test_index_writes_graphrag_tables_and_stats(project):
     stats = json.loads((out / "stats.json").read_text())
     assert stats["status"] == "completed"
     chunk = stats["stages"]["chunk_text"]
-    assert chunk["rows_out"] == {"text_units": len(units), "documents": 2}
+    assert chunk["rows_out"] == {"base_text_units": len(units), "documents": 2}
     assert chunk["wall_s"] >= 0 and chunk["peak_rss_mb"] > 0
 
 
@@ -50,8 +51,8 @@ def test_changing_chunk_size_reruns_chunking_only(project):
     first, _ = index(project)
     summary, _ = index(project, "chunking.size=50")
     assert statuses(summary) == {"load_documents": "unchanged, reused", "chunk_text": "ran"}
-    units = summary.stages["chunk_text"]["rows_out"]["text_units"]
-    assert units > first.stages["chunk_text"]["rows_out"]["text_units"]
+    units = summary.stages["chunk_text"]["rows_out"]["base_text_units"]
+    assert units > first.stages["chunk_text"]["rows_out"]["base_text_units"]
 
 
 def test_changing_a_document_reruns_everything(project):
@@ -79,7 +80,7 @@ def test_force_and_from_rerun_stages(project):
 
 def test_a_deleted_or_edited_output_is_rebuilt(project):
     index(project)
-    (project / "output" / "text_units.parquet").unlink()
+    (project / "output" / "base_text_units.parquet").unlink()
     assert statuses(index(project)[0])["chunk_text"] == "ran"
 
 

@@ -92,7 +92,7 @@ def test_text_units_link_to_entities_relationships_and_claims(dulce):
 
 
 def test_shared_checker_finds_no_problem_but_the_missing_reports(dulce):
-    code, output = check_index(dulce / "output")
+    _, output = check_index(dulce / "output")
     problems = [line for line in output.splitlines() if line.startswith("PROBLEM")]
     assert problems == ["PROBLEM community_reports: table missing"], output  # reports arrive with issue 5
 

@@ -31,6 +31,7 @@ from graphrag_lite.tokens import count_tokens
 T = TypeVar("T")
 Messages = list[dict[str, str]]
 TOKEN_ENCODING = "o200k_base"  # for estimates before sending; the provider's count is reconciled after
+UNREACHABLE_AFTER = 3  # connection failures before a model that never answered is declared unreachable
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 CORRECTION = ("Your previous answer could not be used: {error}. Answer again, in exactly the format the "
               "first message asked for, with nothing before or after it.")
@@ -75,6 +76,8 @@ class Gateway:
         self.cache = AnswerCache(config.cache.base_dir) if use_cache and config.cache.enabled else None
         self.ledger = Ledger(config.budget.max_cost_usd, config.budget.max_tokens)
         self._limiters: dict[tuple[str, int], ModelLimiter] = {}
+        self._answered: set[str] = set()  # models that answered at least once in this run
+        self._unreachable: dict[str, int] = {}  # connection failures of models that never answered
         self._litellm = _load_litellm(self.models.values())
 
     # ------------------------------------------------------------ chat
@@ -192,6 +195,7 @@ class Gateway:
             used: int | None = None
             try:
                 response = await asyncio.wait_for(call(), timeout=model.timeout)
+                self._answered.add(model_id)
                 usage = getattr(response, "usage", None)
                 used = int(getattr(usage, "total_tokens", 0) or 0) or None
                 return response, attempt
@@ -211,6 +215,15 @@ class Gateway:
         fatal = _fatal_reason(err, model_id, model)
         if fatal:
             raise LLMConfigurationError(fatal) from None
+        if type(err).__name__ == "APIConnectionError" and model_id not in self._answered:
+            # a model never reached in this run, failing to connect again and again, is misconfigured or
+            # offline: say so now instead of backing off for minutes on every call
+            self._unreachable[model_id] = self._unreachable.get(model_id, 0) + 1
+            if self._unreachable[model_id] >= UNREACHABLE_AFTER:
+                where = f" at {model.api_base}" if model.api_base else ""
+                raise LLMConfigurationError(
+                    f"model '{model_id}' ({model.model}){where} cannot be reached ({_describe(err, model)}); "
+                    "check the network, `api_base` and the model name in settings.yaml") from None
         if not _retryable(err):
             raise LLMCallError(f"model '{model_id}': {_describe(err, model)}") from None
         retry_after = _retry_after(err)

@@ -12,11 +12,13 @@ import asyncio
 import pandas as pd
 
 from graphrag_lite.config import ExtractClaimsConfig
+from graphrag_lite.estimate import CallEstimate, gleaning_estimate
 from graphrag_lite.extraction.gleaning import CONTINUE_CLAIMS, extract_with_gleaning
 from graphrag_lite.extraction.tuples import COMPLETION_DELIMITER, RECORD_DELIMITER, TUPLE_DELIMITER, parse_claims_reply
 from graphrag_lite.llm.gateway import LLMCallError
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 from graphrag_lite.prompts import fill, load_prompt
+from graphrag_lite.tokens import count_tokens
 
 CLAIM_COLUMNS = ["text_unit_id", "subject", "object", "type", "status", "start_date", "end_date", "description",
                  "source_text"]
@@ -27,6 +29,19 @@ def claims_prompt(cfg: ExtractClaimsConfig, entity_types: list[str]) -> str:
     return fill(template, entity_specs=", ".join(entity_types), claim_description=cfg.description,
                 tuple_delimiter=TUPLE_DELIMITER, record_delimiter=RECORD_DELIMITER,
                 completion_delimiter=COMPLETION_DELIMITER)
+
+
+def estimate(ctx: StageContext) -> CallEstimate | None:
+    cfg = ctx.config.extract_claims
+    if not cfg.enabled:
+        return None
+    units = ctx.read("base_text_units")
+    base = count_tokens(fill(claims_prompt(cfg, ctx.config.extract_graph.entity_types), input_text=""), "o200k_base")
+    texts = [int(n) for n in units["n_tokens"]]
+    found = gleaning_estimate("extract_claims", cfg.model_id, [base + n for n in texts], texts, cfg.max_gleanings,
+                              count_tokens(CONTINUE_CLAIMS, "o200k_base"))
+    found.completion_tokens //= 4  # claims are far fewer than entities and relationships
+    return found
 
 
 def run(ctx: StageContext) -> StageResult:
@@ -80,4 +95,6 @@ STAGE = Stage(
     writes=("raw_claims",),
     config_sections=("extract_claims", "extract_graph"),
     run=run,
+    uses_model=True,
+    estimate=estimate,
 )

@@ -13,6 +13,7 @@ from dataclasses import dataclass
 import pandas as pd
 
 from graphrag_lite.config import ExtractGraphConfig
+from graphrag_lite.estimate import CallEstimate, gleaning_estimate
 from graphrag_lite.extraction.gleaning import CONTINUE_GRAPH, extract_with_gleaning
 from graphrag_lite.extraction.tuples import (
     COMPLETION_DELIMITER,
@@ -24,7 +25,9 @@ from graphrag_lite.extraction.tuples import (
 from graphrag_lite.llm.gateway import Gateway, LLMCallError
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 from graphrag_lite.prompts import fill, load_prompt
+from graphrag_lite.tokens import count_tokens
 
+ESTIMATE_ENCODING = "o200k_base"
 ENTITY_COLUMNS = ["text_unit_id", "name", "type", "description"]
 RELATIONSHIP_COLUMNS = ["text_unit_id", "source", "target", "description", "strength"]
 
@@ -41,6 +44,16 @@ def extraction_prompt(cfg: ExtractGraphConfig) -> str:
     template = load_prompt(cfg.prompt, "extract_graph.txt", required=("input_text",))
     return fill(template, entity_types=",".join(t.upper() for t in cfg.entity_types), tuple_delimiter=TUPLE_DELIMITER,
                 record_delimiter=RECORD_DELIMITER, completion_delimiter=COMPLETION_DELIMITER)
+
+
+def estimate(ctx: StageContext) -> CallEstimate:
+    cfg = ctx.config.extract_graph
+    units = ctx.read("base_text_units")
+    template = extraction_prompt(cfg)
+    base = count_tokens(fill(template, input_text=""), ESTIMATE_ENCODING)
+    texts = [int(n) for n in units["n_tokens"]]
+    return gleaning_estimate("extract_graph", cfg.model_id, [base + n for n in texts], texts, cfg.max_gleanings,
+                             count_tokens(CONTINUE_GRAPH, ESTIMATE_ENCODING))
 
 
 def run(ctx: StageContext) -> StageResult:
@@ -104,4 +117,6 @@ STAGE = Stage(
     writes=("raw_entities", "raw_relationships"),
     config_sections=("extract_graph",),
     run=run,
+    uses_model=True,
+    estimate=estimate,
 )

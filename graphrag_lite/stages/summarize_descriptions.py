@@ -117,4 +117,5 @@ STAGE = Stage(
     writes=("summarized_entities", "summarized_relationships"),
     config_sections=("summarize_descriptions",),
     run=run,
+    uses_model=True,
 )

@@ -1,0 +1,66 @@
+"""What model calls a stage will make, estimated before making them (`graphrag-lite index --dry-run`)."""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+from typing import Any
+
+from graphrag_lite.config import GraphRagConfig
+
+# An extraction reply is about half as long as the text it reads (GraphRAG-style prompts, GPT-4-class models);
+# completion tokens are an estimate, prompt tokens and first-pass calls are exact.
+REPLY_TO_INPUT_RATIO = 0.5
+
+
+@dataclass
+class CallEstimate:
+    stage: str
+    model_id: str
+    calls: int  # calls certain to be made
+    extra_calls: int  # at most this many more (gleaning continues only while the model finds more)
+    prompt_tokens: int  # of the certain calls
+    completion_tokens: int  # estimated
+    extra_prompt_tokens: int  # of the extra calls, at most
+    note: str = ""
+
+    def cost(self, config: GraphRagConfig) -> float | None:
+        """USD from LiteLLM's price map (offline), counting the extra calls; None when the model is not in it."""
+        import litellm
+
+        from graphrag_lite.llm.gateway import _load_litellm
+
+        _load_litellm(config.models.values())  # registers the fake provider's prices when used
+        model = config.models[self.model_id].model
+        try:
+            prompt_cost, completion_cost = litellm.cost_per_token(
+                model=model, prompt_tokens=self.prompt_tokens + self.extra_prompt_tokens,
+                completion_tokens=self.completion_tokens)
+        except Exception:  # not in the price map
+            return None
+        return float(prompt_cost + completion_cost)
+
+    def as_dict(self, config: GraphRagConfig) -> dict[str, Any]:
+        return {"model_id": self.model_id, "calls": self.calls, "up_to_extra_calls": self.extra_calls,
+                "prompt_tokens": self.prompt_tokens, "up_to_extra_prompt_tokens": self.extra_prompt_tokens,
+                "estimated_completion_tokens": self.completion_tokens, "estimated_cost_usd": self.cost(config),
+                "note": self.note}
+
+
+def gleaning_estimate(stage: str, model_id: str, prompts_tokens: list[int], text_tokens: list[int],
+                      max_gleanings: int, continue_tokens: int) -> CallEstimate:
+    """First calls are certain; each gleaning resends the conversation so far (prompt, replies, follow-ups)."""
+    replies = [int(t * REPLY_TO_INPUT_RATIO) for t in text_tokens]
+    extra_calls = len(prompts_tokens) * (max_gleanings + max(0, max_gleanings - 1))
+    extra_prompt = 0
+    for prompt, reply in zip(prompts_tokens, replies, strict=True):
+        history = prompt + reply
+        for gleaning in range(max_gleanings):
+            history += continue_tokens
+            extra_prompt += history
+            history += reply // 2
+            if gleaning < max_gleanings - 1:
+                extra_prompt += history + continue_tokens  # the yes/no check
+    return CallEstimate(stage=stage, model_id=model_id, calls=len(prompts_tokens), extra_calls=extra_calls,
+                        prompt_tokens=sum(prompts_tokens), completion_tokens=sum(replies),
+                        extra_prompt_tokens=extra_prompt,
+                        note=f"one call per text unit, then up to {max_gleanings} gleaning(s) each")

@@ -1,0 +1,72 @@
+"""--dry-run estimates against the calls a real run makes, and a budget that stops a run and lets it continue."""
+
+import json
+
+from typer.testing import CliRunner
+
+from graphrag_lite.cli import app
+from tests.conftest import DATA, make_project
+
+DULCE = DATA / "operation-dulce" / "dulce.txt"
+
+
+def index(root, *args):
+    return CliRunner().invoke(app, ["index", "--root", str(root), *args], catch_exceptions=False)
+
+
+def stats(root):
+    return json.loads((root / "output" / "stats.json").read_text())
+
+
+def test_dry_run_calls_no_model_and_matches_the_real_run(tmp_path):
+    from graphrag_lite.llm.fake import STATS
+
+    root = make_project(tmp_path, [DULCE], "extract_claims:\n  enabled: true\n")
+    STATS.reset()
+    dry = index(root, "--dry-run")
+    assert dry.exit_code == 0, dry.output
+    assert STATS.completions == 0 and "Not estimable before extraction" in dry.output
+    estimate = json.loads((root / "output" / "dry_run.json").read_text())
+    assert index(root).exit_code == 0
+    real = stats(root)["stages"]
+    for stage in ("extract_graph", "extract_claims"):
+        predicted, made = estimate[stage], real[stage]["llm"]
+        assert predicted["calls"] == 5  # one per text unit, certain
+        assert predicted["calls"] <= made["calls"] <= predicted["calls"] + predicted["up_to_extra_calls"]
+    # the model-free stages a dry run performed were reused by the real run
+    assert real["chunk_text"]["status"] == "unchanged, reused"
+
+
+def test_dry_run_prompt_tokens_of_certain_calls_are_counted_exactly(tmp_path):
+    root = make_project(tmp_path, [DULCE], "extract_graph:\n  max_gleanings: 0\n")
+    assert index(root, "--dry-run").exit_code == 0
+    predicted = json.loads((root / "output" / "dry_run.json").read_text())["extract_graph"]
+    assert predicted["up_to_extra_calls"] == 0
+    assert index(root).exit_code == 0
+    made = stats(root)["stages"]["extract_graph"]["llm"]
+    assert made["calls"] == predicted["calls"] == 5
+    assert abs(made["prompt_tokens"] - predicted["prompt_tokens"]) <= 0.01 * made["prompt_tokens"]
+
+
+def test_budget_stops_the_run_and_a_rerun_continues(tmp_path):
+    from graphrag_lite.llm.fake import STATS
+
+    root = make_project(tmp_path, [DULCE], "budget:\n  max_tokens: 12000\n")
+    (root / "settings.yaml").write_text((root / "settings.yaml").read_text().replace(
+        "max_retry_wait: 0.01", "max_retry_wait: 0.01\n    concurrency: 1"))
+    STATS.reset()
+    stopped = index(root)
+    assert stopped.exit_code == 3
+    assert "budget reached" in stopped.output and "during stage extract_graph" in stopped.output
+    run = stats(root)
+    assert run["status"] == "budget reached"
+    assert run["stages"]["extract_graph"]["status"] == "stopped by budget"
+    assert run["stages"]["chunk_text"]["status"] == "ran"
+    sent_before = STATS.completions
+    assert 0 < sent_before < 10
+    finished = index(root, "--set", "budget.max_tokens=10000000")
+    assert finished.exit_code == 0, finished.output
+    run = stats(root)
+    assert run["status"] == "completed"
+    assert run["stages"]["chunk_text"]["status"] == "unchanged, reused"
+    assert run["stages"]["extract_graph"]["llm"]["cache_hits"] >= sent_before - 1  # finished calls were kept
