@@ -215,7 +215,7 @@ class Gateway:
         fatal = _fatal_reason(err, model_id, model)
         if fatal:
             raise LLMConfigurationError(fatal) from None
-        if type(err).__name__ == "APIConnectionError" and model_id not in self._answered:
+        if _is_connection_failure(err) and model_id not in self._answered:
             # a model never reached in this run, failing to connect again and again, is misconfigured or
             # offline: say so now instead of backing off for minutes on every call
             self._unreachable[model_id] = self._unreachable.get(model_id, 0) + 1
@@ -352,6 +352,20 @@ def _fatal_reason(err: Exception, model_id: str, model: ModelConfig) -> str | No
     if name == "NotFoundError" or _status(err) == 404:
         return f"{where}: the provider does not know this model or deployment; check `model` and `api_base`"
     return None
+
+
+def _is_connection_failure(err: BaseException) -> bool:
+    """No connection was made (refused, DNS, unreachable); LiteLLM reports some as InternalServerError."""
+    seen: BaseException | None = err
+    for _ in range(6):  # the exception and what it was raised from
+        if seen is None:
+            return False
+        name = type(seen).__name__
+        if name in ("APIConnectionError", "ConnectError", "ConnectionRefusedError", "ConnectTimeout", "gaierror") \
+                or "Connection error" in str(seen):
+            return True
+        seen = seen.__cause__ or seen.__context__
+    return False
 
 
 def _retry_after(err: Exception) -> float | None:
