@@ -14,6 +14,8 @@ from graphrag_lite.errors import GraphragLiteError
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Build a knowledge-graph index of a folder of documents and query it.")
+export_app = typer.Typer(no_args_is_help=True, help="Export an index for other tools.")
+app.add_typer(export_app, name="export")
 query_app = typer.Typer(no_args_is_help=False, help="Ask a question of an index (local, global or basic search).")
 app.add_typer(query_app, name="query")
 
@@ -106,6 +108,29 @@ def index(
         return 0
 
     raise typer.Exit(_guarded(verbose, run))
+
+
+@export_app.command("graphml")
+def export_graphml(
+    root: RootOption = Path("."),
+    config: ConfigOption = None,
+    set_: SetOption = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="file to write; default: OUTPUT/graph.graphml")
+                   ] = None,
+    verbose: VerboseOption = False,
+) -> None:
+    """Write the entity graph as GraphML (nodes: entities; edges: relationships with their weights)."""
+    from graphrag_lite.config import load_config
+    from graphrag_lite.export import export_graphml as write_graphml
+    from graphrag_lite.storage import OutputStore
+
+    def run() -> None:
+        cfg = load_config(root, config, set_ or [])
+        target = out or cfg.output.base_dir / "graph.graphml"
+        nodes, edges = write_graphml(OutputStore(cfg.output.base_dir), target)
+        console.print(f"wrote {target} ({nodes:,} nodes, {edges:,} edges)", highlight=False)
+
+    _guarded(verbose, run)
 
 
 def print_estimates(estimates: dict[str, Any]) -> None:

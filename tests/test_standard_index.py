@@ -139,3 +139,14 @@ def test_failed_chunks_are_counted_and_retried_on_the_next_run(tmp_path):
     stats = json.loads((root / "output" / "stats.json").read_text())
     assert stats["stages"]["extract_graph"]["details"]["failed_text_units"] == 0
     assert stats["stages"]["extract_graph"]["llm"]["cache_hits"] >= 2 * (5 - failed)  # the good units: no calls
+
+
+def test_graphml_export(dulce, tmp_path):
+    import igraph as ig
+
+    target = tmp_path / "g.graphml"
+    result = CliRunner().invoke(app, ["export", "graphml", "--root", str(dulce), "--out", str(target)])
+    assert result.exit_code == 0, result.output
+    graph = ig.Graph.Read_GraphML(str(target))
+    assert graph.vcount() == len(table(dulce, "entities")) and graph.ecount() == len(table(dulce, "relationships"))
+    assert "ALEX MERCER" in graph.vs["title"] and graph.es[0]["weight"] > 0
