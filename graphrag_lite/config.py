@@ -91,8 +91,9 @@ class EntityResolutionConfig(Section):
     enabled: bool = Field(True, description="merge likely aliases (Holmes / Sherlock Holmes, Acme Corp / Acme "
                           "Corporation) when types match and the graph supports it; every merge is listed in "
                           "the entity_aliases table")
-    min_similarity: float = Field(0.92, ge=0.5, le=1.0, description="spelling similarity (0-1) above which two "
-                                  "names of the same type that share a neighbour are merged")
+    max_edit_distance: int = Field(1, ge=0, le=3, description="two names of the same type that differ in one "
+                                   "word merge when that word is this many edits from the other's (a plural ending "
+                                   "counts as one) and they share a neighbour; 0 turns this rule off")
 
 
 class SummarizeDescriptionsConfig(Section):

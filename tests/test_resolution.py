@@ -91,4 +91,17 @@ def test_near_identical_spelling_merges_into_the_more_frequent_one():
                  ("u3", "Elizabeth Bennett", "PERSON", "C"), ("u1", "Darcy", "PERSON", "D")),
         relationships(("u1", "Elizabeth Bennet", "Darcy", "x", 1), ("u3", "Elizabeth Bennett", "Darcy", "y", 1)))
     assert sorted(merged.entities["title"]) == ["DARCY", "ELIZABETH BENNET"]
-    assert merged.aliases.set_index("alias").loc["ELIZABETH BENNETT", "reason"] == "near-identical spelling"
+    assert merged.aliases.set_index("alias").loc["ELIZABETH BENNETT", "reason"] == "spelling variant of one word"
+
+
+def test_one_word_variants_are_spellings_not_different_things():
+    from graphrag_lite.graph.resolution import one_word_variant
+
+    assert one_word_variant("MURTALA MOHAMMED AIRPORT", "MURTALA MUHAMMED AIRPORT", 1)
+    assert one_word_variant("ATOMIC BOMB", "ATOMIC BOMBS", 1)
+    assert one_word_variant("VAN DEURSEN", "VAN DEUSEN", 1)
+    for a, b in (("HENRY III", "HENRY VIII"), ("AUGUST 6 1945", "AUGUST 9 1945"), ("EASTERN EUROPE", "WESTERN EUROPE"),
+                 ("TERMINAL 1", "TERMINAL 1A"), ("SAW KILL EAST", "SAW KILL WEST"), ("CONSUME ALCOHOL", "POSSESS ALCOHOL"),
+                 ("FORM DISCOVERY NETWORKS", "DISCOVERY NETWORKS"), ("KIM JONG-NAM", "KIM JONG-UN"),
+                 ("MINISTER OF TOURISM", "MINISTRY OF TOURISM"), ("SOUTHEAST MISSOURI", "SOUTHWEST MISSOURI")):
+        assert one_word_variant(a, b, 1) is None, (a, b)

@@ -31,7 +31,7 @@ class MergeResult:
 
 
 def merge_graph(raw_entities: pd.DataFrame, raw_relationships: pd.DataFrame, resolve: bool = True,
-                min_similarity: float = 0.92) -> MergeResult:
+                max_edits: int = 1) -> MergeResult:
     keys = [normalize_name(n) for n in raw_entities["name"]]
     groups: dict[str, list[int]] = defaultdict(list)
     for row, key in enumerate(keys):
@@ -55,7 +55,7 @@ def merge_graph(raw_entities: pd.DataFrame, raw_relationships: pd.DataFrame, res
     if resolve:
         candidates = [Candidate(k, majority([types[r] for r in rows])[0], len(key_units[k]))
                       for k, rows in groups.items()]
-        decisions = find_aliases(candidates, neighbours, key_units, min_similarity)
+        decisions = find_aliases(candidates, neighbours, key_units, max_edits)
         canonical.update({d.alias: d.canonical for d in decisions})
 
     members: dict[str, list[int]] = defaultdict(list)

@@ -6,7 +6,8 @@ holds: the same type, no ambiguity (the short name fits exactly one longer name)
 (a shared neighbour or a shared text unit):
 - a person's name whose words are all in a longer person's name ("Holmes" -> "Sherlock Holmes");
 - organization names equal but for a company suffix ("Acme Corp" -> "Acme Corporation" -> "Acme");
-- near-identical spellings (similarity >= min_similarity), for any type.
+- names equal but for one word spelled slightly differently (Muhammed / Mohammed, Bennet / Bennett, bomb /
+  bombs; not numbers, dates, regnal numbers or opposites), for any type.
 Every decision comes back with its reason, for the `entity_aliases` table.
 """
 
@@ -17,7 +18,6 @@ import unicodedata
 from collections import Counter, defaultdict
 from collections.abc import Callable
 from dataclasses import dataclass
-from difflib import SequenceMatcher
 
 ARTICLES = frozenset({"THE", "A", "AN"})
 HONORIFICS = frozenset({"MR", "MRS", "MS", "MISS", "DR", "SIR", "DAME", "LADY", "LORD", "PROF", "PROFESSOR",
@@ -25,6 +25,12 @@ HONORIFICS = frozenset({"MR", "MRS", "MS", "MISS", "DR", "SIR", "DAME", "LADY", 
                         "MADAME", "MONSIEUR", "HERR", "FRAU", "AGENT", "SERGEANT", "SGT", "LIEUTENANT", "LT"})
 COMPANY_SUFFIXES = frozenset({"CORP", "CORPORATION", "INC", "INCORPORATED", "CO", "COMPANY", "LTD", "LIMITED",
                               "LLC", "PLC", "GMBH", "AG", "SA", "LLP"})
+ROMAN = re.compile(r"[IVXLCDM]+")
+OPPOSITES = frozenset(frozenset(pair) for pair in (
+    ("EAST", "WEST"), ("EASTERN", "WESTERN"), ("NORTH", "SOUTH"), ("NORTHERN", "SOUTHERN"), ("UPPER", "LOWER"),
+    ("INNER", "OUTER"), ("MEN", "WOMEN"), ("MALE", "FEMALE"), ("BEFORE", "AFTER"), ("MINOR", "MAJOR"),
+    ("NATIONAL", "INTERNATIONAL"), ("SENIOR", "JUNIOR"), ("FIRST", "FINAL"), ("SOUTHEAST", "SOUTHWEST"),
+    ("NORTHEAST", "NORTHWEST"), ("NORTHEAST", "SOUTHEAST"), ("NORTHWEST", "SOUTHWEST")))
 MAX_POSTING = 50  # a word shared by more names than this (JOHN, LONDON) proposes no candidates
 Evidence = Callable[[str, str], bool]
 
@@ -57,7 +63,7 @@ class AliasDecision:
 
 
 def find_aliases(candidates: list[Candidate], neighbours: dict[str, set[str]], text_units: dict[str, set[str]],
-                 min_similarity: float, require_evidence: bool = True) -> list[AliasDecision]:
+                 max_edits: int, require_evidence: bool = True) -> list[AliasDecision]:
     """Alias decisions between normalized entities; each alias points at a final canonical key."""
     by_key = {c.key: c for c in candidates}
     postings: dict[str, list[str]] = defaultdict(list)
@@ -76,7 +82,7 @@ def find_aliases(candidates: list[Candidate], neighbours: dict[str, set[str]], t
         if c.key in decisions:
             continue
         decision = (_person_subset(c, by_key, postings, evidence) or _company_suffix(c, by_key, postings)
-                    or _similar_spelling(c, by_key, postings, evidence, min_similarity))
+                    or _similar_spelling(c, by_key, postings, evidence, max_edits))
         if decision:
             decisions[c.key] = decision
     return _resolve_chains(decisions)
@@ -131,29 +137,65 @@ def _company_core(key: str) -> str:
 
 
 def _similar_spelling(c: Candidate, by_key: dict[str, Candidate], postings: dict[str, list[str]], evidence: Evidence,
-                      min_similarity: float) -> AliasDecision | None:
-    if len(c.key) < 6:
-        return None
+                      max_edits: int) -> AliasDecision | None:
     best: tuple[float, str] | None = None
-    seen: set[str] = set()
     for word in set(c.key.split()):
         if len(postings[word]) > MAX_POSTING:
             continue
         for other in postings[word]:
-            if other == c.key or other in seen or by_key[other].type != c.type:
+            if other == c.key or by_key[other].type != c.type:
                 continue
-            seen.add(other)
-            if abs(len(other) - len(c.key)) > max(2, len(c.key) // 5):
-                continue
-            score = SequenceMatcher(None, c.key, other).ratio()
-            if score >= min_similarity and (best is None or score > best[0]):
+            score = one_word_variant(c.key, other, max_edits)
+            if score is not None and (best is None or score > best[0]):
                 best = (score, other)
     if best is None or not evidence(c.key, best[1]):
         return None
     other = best[1]
     if (by_key[other].frequency, other) < (c.frequency, c.key):
         return None  # the more mentioned spelling survives; that pair is decided from the other side
-    return AliasDecision(c.key, other, "near-identical spelling", round(best[0], 3))
+    return AliasDecision(c.key, other, "spelling variant of one word", round(best[0], 3))
+
+
+def one_word_variant(a: str, b: str, max_edits: int) -> float | None:
+    """1 / (1 + edits) for the one word (hyphens split words) in which two names differ, when that is a
+    spelling variant (MUHAMMED / MOHAMMED, DEURSEN / DEUSEN, BOMB / BOMBS) and not a different thing:
+    numbers, dates and regnal numbers (HENRY III / HENRY VIII), opposites (EASTERN / WESTERN), other names
+    (JONG-NAM / JONG-UN) or other words (MINISTER / MINISTRY). None otherwise."""
+    words_a, words_b = a.replace("-", " ").split(), b.replace("-", " ").split()
+    if len(words_a) != len(words_b):
+        return None
+    differing = [(x, y) for x, y in zip(words_a, words_b, strict=True) if x != y]
+    if len(differing) != 1:
+        return None
+    x, y = differing[0]
+    if _numeric(x) or _numeric(y) or frozenset((x, y)) in OPPOSITES or x[0] != y[0] or min(len(x), len(y)) < 4:
+        return None
+    edits = 1 if _plural_pair(x, y) else edit_distance(x, y, max_edits)
+    return 1.0 / (1 + edits) if edits <= max_edits else None
+
+
+def _plural_pair(x: str, y: str) -> bool:
+    short, long = sorted((x, y), key=len)
+    return long in (short + "S", short + "ES")
+
+
+def edit_distance(a: str, b: str, limit: int) -> int:
+    """Levenshtein distance, or limit + 1 as soon as it must exceed `limit`."""
+    if abs(len(a) - len(b)) > limit:
+        return limit + 1
+    previous = list(range(len(b) + 1))
+    for i, char_a in enumerate(a, start=1):
+        current = [i]
+        for j, char_b in enumerate(b, start=1):
+            current.append(min(previous[j] + 1, current[j - 1] + 1, previous[j - 1] + (char_a != char_b)))
+        if min(current) > limit:
+            return limit + 1
+        previous = current
+    return previous[-1]
+
+
+def _numeric(word: str) -> bool:
+    return any(ch.isdigit() for ch in word) or ROMAN.fullmatch(word) is not None
 
 
 def _resolve_chains(decisions: dict[str, AliasDecision]) -> list[AliasDecision]:

@@ -9,7 +9,7 @@ from graphrag_lite.pipeline import Stage, StageContext, StageResult
 def run(ctx: StageContext) -> StageResult:
     cfg = ctx.config.entity_resolution
     result = merge_graph(ctx.read("raw_entities"), ctx.read("raw_relationships"), resolve=cfg.enabled,
-                         min_similarity=cfg.min_similarity)
+                         max_edits=cfg.max_edit_distance)
     c = result.counts
     summary = (f"{c['raw_entity_records']} entity records -> {c['names_after_normalization']} names -> "
                f"{c['entities']} entities ({c['merged_as_aliases']} merged as aliases, see entity_aliases); "
