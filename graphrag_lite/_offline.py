@@ -12,6 +12,7 @@ def configure_offline_environment() -> None:
     both fail (slowly) on a machine without internet. A user's own settings win: we only set defaults.
     """
     os.environ.setdefault("LITELLM_LOCAL_MODEL_COST_MAP", "True")
+    os.environ.setdefault("LANCEDB_LOG", "error")  # lancedb warns on stderr each time it creates a table
     if "TIKTOKEN_CACHE_DIR" in os.environ:
         return
     spec = find_spec("litellm")  # locate without importing: importing litellm costs seconds

@@ -126,7 +126,8 @@ class CommunityReportsConfig(Section):
 
 
 class EmbedTextConfig(Section):
-    model_id: str = Field("default_embedding_model", description="id of a model in `models`")
+    model_id: str | None = Field("default_embedding_model", description="id of a model in `models`; null: no "
+                                 "vectors, full-text indexes only")
     batch_size: int = Field(16, ge=1, description="texts per embedding call")
     batch_max_tokens: int = Field(8191, ge=1, description="tokens per embedding call")
 
@@ -336,6 +337,8 @@ def config_from_data(data: dict[str, Any], path: Path, overrides: typing.Iterabl
         raise ConfigError(describe_validation_error(err, path.name)) from None
     cfg.root_dir = path.parent
     resolve_paths(cfg, path.parent)
+    if "://" not in cfg.vector_store.db_uri and not Path(cfg.vector_store.db_uri).is_absolute():
+        cfg.vector_store.db_uri = str((path.parent / cfg.vector_store.db_uri).resolve())
     check_model_references(cfg, path.name)
     return cfg
 

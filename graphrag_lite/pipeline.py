@@ -99,6 +99,9 @@ class Stage:
     # A digest of what the stage reads from outside the output folder (the input documents).
     external_digest: Callable[[GraphRagConfig], str] | None = None
     uses_model: bool = False
+    # A digest of what the stage writes outside the output folder (LanceDB), so a resumed run notices when
+    # it is gone; None when it is missing.
+    external_output_digest: Callable[[GraphRagConfig], str | None] | None = None
     # For --dry-run: the calls the stage would make, from its inputs, without calling a model (None: the
     # stage's calls depend on what earlier model calls return and cannot be known in advance).
     estimate: Callable[[StageContext], CallEstimate | None] | None = None
@@ -255,7 +258,7 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
             for position, stage in enumerate(pipeline.stages):
                 fingerprint = _fingerprint(stage, config, digests)
                 previous = state.get(stage.name, {})
-                if position < rerun_from and _reusable(previous, fingerprint, store):
+                if position < rerun_from and _reusable(previous, fingerprint, store, stage, config):
                     digests.update(previous["outputs"])
                     stats["stages"][stage.name] = {**previous["stats"], "status": "unchanged, reused"}
                     console.print(f"[dim]= {stage.name}: unchanged since {previous['finished']}, skipped[/dim]")
@@ -266,7 +269,8 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
                 outputs = {name: store.write(name, result.tables[name]) for name in stage.writes}
                 digests.update(outputs)
                 state[stage.name] = {"fingerprint": fingerprint if result.complete else None, "outputs": outputs,
-                                     "finished": _now(), "stats": stage_stats}
+                                     "finished": _now(), "stats": stage_stats,
+                                     "external": _external(stage, config)}
                 write_json(state_path, state)
                 stats["stages"][stage.name] = stage_stats
                 _print_stage(console, stage.name, stage_stats)
@@ -329,10 +333,17 @@ def _fingerprint(stage: Stage, config: GraphRagConfig, digests: dict[str, str]) 
     return hashlib.blake2b(json.dumps(payload, sort_keys=True, default=str).encode(), digest_size=16).hexdigest()
 
 
-def _reusable(previous: dict[str, Any], fingerprint: str, store: OutputStore) -> bool:
+def _reusable(previous: dict[str, Any], fingerprint: str, store: OutputStore, stage: Stage,
+              config: GraphRagConfig) -> bool:
     if previous.get("fingerprint") != fingerprint:
         return False
+    if previous.get("external") != _external(stage, config):
+        return False
     return all(store.digest(name) == digest for name, digest in previous.get("outputs", {}).items())
+
+
+def _external(stage: Stage, config: GraphRagConfig) -> str | None:
+    return stage.external_output_digest(config) if stage.external_output_digest else None
 
 
 def _print_stage(console: Console, name: str, stage_stats: dict[str, Any]) -> None:

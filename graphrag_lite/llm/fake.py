@@ -66,6 +66,7 @@ STATS = FakeStats()
 @dataclass(frozen=True)
 class Options:
     name: str
+    key: str  # the whole model string
     latency: float = 0.0
     jitter: float = 0.0  # latency varies uniformly by this fraction either way (the mean stays `latency`)
     rate_limit: float = 0.0
@@ -86,13 +87,13 @@ class Options:
         for key, raw in parse_qsl(query):
             kind = Options.__dataclass_fields__[key].type  # KeyError names an unknown option
             values[key] = int(raw) if kind == "int" else float(raw)
-        return Options(name=name, **values)
+        return Options(name=name, key=model, **values)
 
 
 class FakeLLM(CustomLLM):
     def __init__(self) -> None:
         super().__init__()
-        self._random: dict[int, random.Random] = {}
+        self._random: dict[str, random.Random] = {}
 
     # ------------------------------------------------------------ LiteLLM entry points
 
@@ -144,7 +145,8 @@ class FakeLLM(CustomLLM):
     # ------------------------------------------------------------ faults
 
     def _draw(self, options: Options) -> float:
-        generator = self._random.setdefault(options.seed, random.Random(options.seed))
+        # one generator per model string, so faults of one configured model do not depend on other models
+        generator = self._random.setdefault(options.key, random.Random(options.seed))
         return generator.random()
 
     async def _inject_fault(self, options: Options, model: str) -> None:

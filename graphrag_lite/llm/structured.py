@@ -28,7 +28,30 @@ def extract_json_text(answer: str) -> str:
     if start < 0:
         raise ParseError("the answer contains no JSON object")
     end = text.rfind("}")
-    return text[start:end + 1] if end > start else text[start:]
+    if end < start:
+        raise ParseError("the JSON object is cut off before its end")
+    return text[start:end + 1]
+
+
+def _unclosed(text: str) -> bool:
+    """Whether the object's braces and brackets (outside strings) are left open at the end."""
+    depth, in_string, escaped = 0, False, False
+    for char in text:
+        if in_string:
+            if escaped:
+                escaped = False
+            elif char == "\\":
+                escaped = True
+            elif char == '"':
+                in_string = False
+            continue
+        if char == '"':
+            in_string = True
+        elif char in "{[":
+            depth += 1
+        elif char in "}]":
+            depth -= 1
+    return depth > 0 or in_string
 
 
 def parse_json_object(answer: str) -> dict[str, Any]:
@@ -36,7 +59,9 @@ def parse_json_object(answer: str) -> dict[str, Any]:
     try:
         value = json.loads(text)
     except json.JSONDecodeError:
-        value = json_repair.loads(text)  # unbalanced braces, trailing commas, single quotes, ...
+        if _unclosed(text):  # repairing would invent an end and silently drop what was cut off
+            raise ParseError("the JSON object is cut off before its end") from None
+        value = json_repair.loads(text)  # small slips: trailing commas, single quotes, unquoted keys
     if not isinstance(value, dict):
         raise ParseError("the answer is not a JSON object")
     return value

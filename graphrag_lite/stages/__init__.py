@@ -14,12 +14,18 @@ standard pipeline (pipelines/standard.yaml):
 7. cluster_graph          summarized_*                       -> entities, relationships, communities
 8. finalize_text_units    base_text_units, entities, relationships, raw_claims, entity_aliases
                                                              -> text_units, covariates
+9. community_reports      communities, entities, relationships, covariates (LLM)
+                                                             -> community_reports
+10. embed_text            entities, text_units, community_reports (embedding model)
+                                                             -> embeddings (+ LanceDB tables)
 """
 
 from graphrag_lite.pipeline import Stage
 from graphrag_lite.stages import (
     chunk_text,
     cluster_graph,
+    community_reports,
+    embed_text,
     extract_claims,
     extract_graph,
     finalize_text_units,
@@ -37,4 +43,6 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in (
     summarize_descriptions.STAGE,
     cluster_graph.STAGE,
     finalize_text_units.STAGE,
+    community_reports.STAGE,
+    embed_text.STAGE,
 )}

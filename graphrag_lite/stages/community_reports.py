@@ -1,0 +1,149 @@
+"""Stage community_reports: one LLM report per community, written bottom-up.
+
+Levels go deepest first, so when a community's own detail does not fit `max_input_length`, the reports of
+its sub-communities already exist to stand in for it (graph/report_context.py). Reports of one level are
+written concurrently. Answers are validated JSON (retried with a correction when malformed, never cached
+when invalid). A report that still fails keeps a row with `status` saying why, is listed in the run's
+problems, and the stage is marked for a re-run, which regenerates only the missing reports (the others
+come back from the cache).
+"""
+
+from __future__ import annotations
+
+import asyncio
+import json
+from collections.abc import Callable
+from datetime import UTC, datetime
+from typing import Any
+
+import pandas as pd
+from pydantic import BaseModel, Field, field_validator
+
+from graphrag_lite.graph.report_context import ChildReport, Context, ContextBuilder
+from graphrag_lite.ids import stable_id
+from graphrag_lite.llm.gateway import Gateway, LLMCallError
+from graphrag_lite.llm.structured import json_parser
+from graphrag_lite.pipeline import Stage, StageContext, StageResult
+from graphrag_lite.prompts import fill, load_prompt
+
+REPORT_COLUMNS = ["id", "human_readable_id", "community", "level", "parent", "children", "title", "summary",
+                  "full_content", "rank", "rating_explanation", "findings", "full_content_json", "period", "size",
+                  "status"]
+
+
+class Finding(BaseModel):
+    summary: str = Field(min_length=1)
+    explanation: str
+
+
+class Report(BaseModel):
+    title: str = Field(min_length=1)
+    summary: str = Field(min_length=1)
+    rating: float = Field(ge=0, le=10)
+    rating_explanation: str = ""
+    findings: list[Finding] = Field(min_length=1)
+
+    @field_validator("title", "summary")
+    @classmethod
+    def stripped(cls, value: str) -> str:
+        return value.strip()
+
+
+def full_content(report: Report) -> str:
+    """GraphRAG's markdown rendering of a report."""
+    parts = [f"# {report.title}", report.summary] + [f"## {f.summary}\n\n{f.explanation}" for f in report.findings]
+    return "\n\n".join(parts)
+
+
+def run(ctx: StageContext) -> StageResult:
+    cfg = ctx.config.community_reports
+    communities = ctx.read("communities")
+    builder = ContextBuilder(ctx.read("entities"), ctx.read("relationships"), ctx.read("covariates"),
+                             cfg.max_input_length)
+    template = load_prompt(cfg.prompt, "community_report.txt", required=("input_text",))
+    template = fill(template, max_report_length=cfg.max_length)
+    with ctx.bar(len(communities), "reports") as advance:
+        rows, contexts = generate_reports(ctx.llm if len(communities) else None, cfg.model_id, template, builder,
+                                          communities, advance)
+    table = pd.DataFrame(rows, columns=REPORT_COLUMNS).sort_values("community").reset_index(drop=True)
+    failed = table[table["status"] != "ok"]
+    substituted = sum(bool(c.substituted) for c in contexts.values())
+    return StageResult(
+        tables={"community_reports": table},
+        summary=f"{len(table) - len(failed)} of {len(table)} communities reported; {substituted} contexts used "
+                f"sub-community reports, {sum(c.truncated for c in contexts.values())} were cut to fit",
+        problems=[f"community {c}: report failed: {s}" for c, s in zip(failed["community"], failed["status"],
+                                                                       strict=True)],
+        details={"substituted_contexts": substituted, "failed_reports": len(failed),
+                 "context_tokens_max": max((c.tokens for c in contexts.values()), default=0)},
+        complete=failed.empty,
+    )
+
+
+def generate_reports(gateway: Gateway | None, model_id: str, template: str, builder: ContextBuilder,
+                     communities: pd.DataFrame, advance: Callable[[], None]
+                     ) -> tuple[list[tuple[Any, ...]], dict[int, Context]]:
+    by_level: dict[int, list[dict[str, Any]]] = {}
+    for record in ({str(k): v for k, v in r.items()} for r in communities.to_dict("records")):
+        by_level.setdefault(int(record["level"]), []).append(record)
+    written: dict[int, ChildReport] = {}
+    rows: list[tuple[Any, ...]] = []
+    contexts: dict[int, Context] = {}
+    for level in sorted(by_level, reverse=True):  # deepest first: parents can use their children's reports
+        level_contexts = {int(r["community"]): builder.build(
+            list(r["entity_ids"]), list(r["relationship_ids"]),
+            [written[int(c)] for c in r["children"] if int(c) in written]) for r in by_level[level]}
+        contexts.update(level_contexts)
+        assert gateway is not None
+        results = asyncio.run(_write_level(gateway, model_id, template, level_contexts, advance))
+        for record in by_level[level]:
+            number = int(record["community"])
+            report, status = results[number]
+            rows.append(_row(record, report, status))
+            if report is not None:
+                written[number] = ChildReport(number, int(record["size"]), frozenset(record["entity_ids"]),
+                                              builder.report_row(number, report.title, full_content(report)))
+    return rows, contexts
+
+
+async def _write_level(gateway: Gateway, model_id: str, template: str, contexts: dict[int, Context],
+                       advance: Callable[[], None]) -> dict[int, tuple[Report | None, str]]:
+    parse = json_parser(Report)
+
+    async def one(community: int, context: Context) -> tuple[int, tuple[Report | None, str]]:
+        try:
+            messages = [{"role": "user", "content": fill(template, input_text=context.text)}]
+            result = await gateway.chat(model_id, messages, stage="community_reports", parse=parse, json_mode=True)
+            return community, (result.value, "ok")
+        except LLMCallError as err:
+            return community, (None, f"failed: {err}")
+        finally:
+            advance()
+
+    return dict(await asyncio.gather(*(one(c, ctx) for c, ctx in contexts.items())))
+
+
+def _row(record: dict[str, Any], report: Report | None, status: str) -> tuple[Any, ...]:
+    number = int(record["community"])
+    children = [int(c) for c in record["children"]]
+    period = datetime.now(UTC).date().isoformat()
+    base = (stable_id("community_report", record["id"]), number, number, int(record["level"]), int(record["parent"]),
+            children)
+    if report is None:  # kept, so queries can tell the report is missing and a re-run knows what to redo
+        return (*base, f"Community {number} (report missing)", "", "", float("nan"), "", [], "", period,
+                int(record["size"]), status)
+    findings = [f.model_dump() for f in report.findings]
+    return (*base, report.title, report.summary, full_content(report), float(report.rating),
+            report.rating_explanation, findings, json.dumps(report.model_dump(), ensure_ascii=False), period,
+            int(record["size"]), status)
+
+
+STAGE = Stage(
+    name="community_reports",
+    description="one LLM report per community, deepest level first, with sub-community reports standing in",
+    reads=("communities", "entities", "relationships", "covariates"),
+    writes=("community_reports",),
+    config_sections=("community_reports",),
+    run=run,
+    uses_model=True,
+)
