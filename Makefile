@@ -16,9 +16,12 @@ $(STAMP): $(BIN)/python pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/graphrag-lite index --root . --method fast
+	$(BIN)/graphrag-lite index --root .
 	@echo
-	@echo "Wrote the index tables and stats.json to ./output"
+	$(BIN)/graphrag-lite show --root .
+	@echo
+	@echo "The index is in ./output (Parquet tables, LanceDB in output/lancedb, stats.json);"
+	@echo "the graph for Gephi: $(BIN)/graphrag-lite export graphml --root ."
 
 test: $(STAMP)
 	$(BIN)/python -m pytest

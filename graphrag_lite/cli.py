@@ -110,6 +110,49 @@ def index(
     raise typer.Exit(_guarded(verbose, run))
 
 
+@app.command()
+def show(
+    root: RootOption = Path("."),
+    config: ConfigOption = None,
+    set_: SetOption = None,
+    top: Annotated[int, typer.Option("--top", help="how many entities and reports to list")] = 10,
+    verbose: VerboseOption = False,
+) -> None:
+    """Summarize an index: its tables, top entities, communities per level, top reports."""
+    from rich.table import Table
+
+    from graphrag_lite.config import load_config
+    from graphrag_lite.storage import OutputStore
+
+    def run() -> None:
+        cfg = load_config(root, config, set_ or [])
+        store = OutputStore(cfg.output.base_dir)
+        names = ["documents", "text_units", "entities", "relationships", "communities", "community_reports",
+                 "covariates", "entity_aliases"]
+        present = [n for n in names if store.has(n)]
+        if not present:
+            raise GraphragLiteError(f"no index in {store.base_dir}; run `graphrag-lite index` first")
+        console.print(f"Index in {store.base_dir}: " + ", ".join(f"{n} {len(store.read(n)):,}" for n in present),
+                      highlight=False)
+        if store.has("entities"):
+            entities = store.read("entities").sort_values(["degree", "frequency"], ascending=False).head(top)
+            listing = Table(title=f"Top {len(entities)} entities by degree")
+            for column in ("entity", "type", "degree", "mentions"):
+                listing.add_column(column)
+            for row in entities.itertuples():
+                listing.add_row(str(row.title), str(row.type), str(row.degree), str(row.frequency))
+            console.print(listing)
+        if store.has("communities"):
+            levels = store.read("communities").groupby("level").size()
+            console.print("Communities per level: " + ", ".join(f"level {k}: {v}" for k, v in levels.items()))
+        if store.has("community_reports"):
+            reports = store.read("community_reports").sort_values("rank", ascending=False).head(min(top, 5))
+            for row in reports.itertuples():
+                console.print(f"  [{row.rank:.1f}] level {row.level}: {row.title}", highlight=False)
+
+    _guarded(verbose, run)
+
+
 @export_app.command("graphml")
 def export_graphml(
     root: RootOption = Path("."),

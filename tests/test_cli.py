@@ -45,7 +45,7 @@ def test_unknown_method_is_explained(project, cli):
     assert result.exit_code == 1 and "did you mean 'fast'" in result.output
 
 
-@pytest.mark.parametrize("command", [[], ["init"], ["index"], ["query"], ["export", "graphml"]])
+@pytest.mark.parametrize("command", [[], ["init"], ["index"], ["query"], ["show"], ["export", "graphml"]])
 def test_every_command_has_help(cli, command):
     result = cli(*command, "--help")
     assert result.exit_code == 0 and "Usage" in result.output

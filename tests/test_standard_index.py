@@ -149,3 +149,9 @@ def test_graphml_export(dulce, tmp_path):
     graph = ig.Graph.Read_GraphML(str(target))
     assert graph.vcount() == len(table(dulce, "entities")) and graph.ecount() == len(table(dulce, "relationships"))
     assert "ALEX MERCER" in graph.vs["title"] and graph.es[0]["weight"] > 0
+
+
+def test_show_summarizes_the_index(dulce):
+    result = CliRunner().invoke(app, ["show", "--root", str(dulce)])
+    assert result.exit_code == 0, result.output
+    assert "ALEX MERCER" in result.output and "Communities per level" in result.output
