@@ -5,3 +5,13 @@ from graphrag_lite._offline import configure_offline_environment
 configure_offline_environment()
 
 __version__ = "0.1.0"
+__all__ = ["GraphRAG", "SearchResult", "__version__"]
+
+
+def __getattr__(name: str) -> object:
+    """`from graphrag_lite import GraphRAG` without loading the query stack for the CLI's other commands."""
+    if name in ("GraphRAG", "SearchResult"):
+        from graphrag_lite.query import engine
+
+        return getattr(engine, name)
+    raise AttributeError(name)

@@ -2,8 +2,9 @@
 
 from __future__ import annotations
 
+import asyncio
 import traceback
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -16,7 +17,7 @@ app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_
                   help="Build a knowledge-graph index of a folder of documents and query it.")
 export_app = typer.Typer(no_args_is_help=True, help="Export an index for other tools.")
 app.add_typer(export_app, name="export")
-query_app = typer.Typer(no_args_is_help=False, help="Ask a question of an index (local, global or basic search).")
+query_app = typer.Typer(no_args_is_help=True, help="Ask a question of an index (local, global or basic search).")
 app.add_typer(query_app, name="query")
 
 console = Console(soft_wrap=True)
@@ -201,12 +202,89 @@ def print_estimates(estimates: dict[str, Any]) -> None:
                   "Details: dry_run.json in the output folder.", highlight=False)
 
 
-@query_app.callback(invoke_without_command=True)
-def query(ctx: typer.Context) -> None:
-    """Local, global and basic search over an index."""
-    if ctx.invoked_subcommand is None:
-        errors.print("no query method is available in this version yet; `graphrag-lite index` builds the index")
-        raise typer.Exit(2)
+ResponseTypeOption = Annotated[str, typer.Option("--response-type", help="length and format of the answer, e.g. "
+                                                 "'Single Paragraph', 'List of 3-7 Points'")]
+LevelOption = Annotated[int, typer.Option("--community-level", help="community level of the reports used")]
+StreamingOption = Annotated[bool, typer.Option("--streaming", help="print the answer as it is generated")]
+JsonOption = Annotated[bool, typer.Option("--json", help="print answer, context tables, resolved citations and "
+                                          "usage as JSON")]
+ExplainOption = Annotated[bool, typer.Option("--explain", help="also print the context sent and the token and "
+                                             "cost usage")]
+
+
+def _query(method: str, question: str, root: Path, config: Path | None, set_: list[str] | None, response_type: str,
+           community_level: int | None, streaming: bool, as_json: bool, explain: bool, verbose: bool) -> None:
+    import json
+
+    from graphrag_lite.pipeline import describe_llm_totals
+    from graphrag_lite.query.engine import GraphRAG, SearchResult
+
+    def run() -> None:
+        rag = GraphRAG.from_config(root, config, set_ or [])
+        options: dict[str, Any] = {"response_type": response_type}
+        if community_level is not None:
+            options["community_level"] = community_level
+        if streaming and not as_json:
+            options["on_piece"] = lambda piece: console.print(piece, end="", markup=False, highlight=False)
+        searches: dict[str, Callable[..., Coroutine[Any, Any, SearchResult]]] = {
+            "local": rag.alocal_search, "global": rag.aglobal_search, "basic": rag.abasic_search}
+        result = asyncio.run(searches[method](question, **options))
+        if as_json:
+            console.print_json(json.dumps(result.to_dict(), default=str, ensure_ascii=False))
+            return
+        if streaming:
+            console.print()
+        else:
+            console.print(result.answer, markup=False, highlight=False)
+        for problem in result.problems:
+            errors.print(f"[yellow]! {problem}[/yellow]", highlight=False)
+        if explain:
+            console.rule("context sent")
+            console.print(result.context_text, markup=False, highlight=False)
+            console.rule("usage")
+            console.print(describe_llm_totals(result.usage) if result.usage else "no model calls", highlight=False)
+            console.print(f"context budgets (tokens): {result.budgets}", highlight=False)
+
+    _guarded(verbose, run)
+
+
+@query_app.command("local")
+def query_local(
+    question: Annotated[str, typer.Argument(help="the question")],
+    root: RootOption = Path("."), config: ConfigOption = None, set_: SetOption = None,
+    response_type: ResponseTypeOption = "Multiple Paragraphs", community_level: LevelOption = 2,
+    streaming: StreamingOption = False, as_json: JsonOption = False, explain: ExplainOption = False,
+    verbose: VerboseOption = False,
+) -> None:
+    """Answer from the neighbourhood of the entities the question is about (entities, relationships, claims,
+    their communities' reports and the source text)."""
+    _query("local", question, root, config, set_, response_type, community_level, streaming, as_json, explain, verbose)
+
+
+@query_app.command("global")
+def query_global(
+    question: Annotated[str, typer.Argument(help="the question")],
+    root: RootOption = Path("."), config: ConfigOption = None, set_: SetOption = None,
+    response_type: ResponseTypeOption = "Multiple Paragraphs", community_level: LevelOption = 2,
+    streaming: StreamingOption = False, as_json: JsonOption = False, explain: ExplainOption = False,
+    verbose: VerboseOption = False,
+) -> None:
+    """Answer questions about the whole corpus: map-reduce over the community reports of one level."""
+    _query("global", question, root, config, set_, response_type, community_level, streaming, as_json, explain,
+           verbose)
+
+
+@query_app.command("basic")
+def query_basic(
+    question: Annotated[str, typer.Argument(help="the question")],
+    root: RootOption = Path("."), config: ConfigOption = None, set_: SetOption = None,
+    response_type: ResponseTypeOption = "Multiple Paragraphs",
+    streaming: StreamingOption = False, as_json: JsonOption = False, explain: ExplainOption = False,
+    verbose: VerboseOption = False,
+) -> None:
+    """Answer from the text units most similar to the question (vector and keyword search): plain RAG, the
+    baseline to compare graph search against."""
+    _query("basic", question, root, config, set_, response_type, None, streaming, as_json, explain, verbose)
 
 
 def main() -> None:

@@ -138,21 +138,32 @@ class VectorStoreConfig(Section):
 
 class LocalSearchConfig(Section):
     chat_model_id: str = Field("default_chat_model", description="id of a model in `models`")
-    embedding_model_id: str = Field("default_embedding_model", description="id of a model in `models`")
+    embedding_model_id: str | None = Field("default_embedding_model", description="model that embeds the question "
+                                           "(the index's embedding model); null: link entities by keywords only")
     prompt: Path | None = Field(None, description="prompt file; unset: the packaged default")
     max_context_tokens: int = Field(12000, ge=500, description="tokens of context sent with the question")
+    top_k_entities: int = Field(10, ge=1, description="entities linked to the question")
+    top_k_relationships: int = Field(10, ge=1, description="relationships per linked entity")
+    community_prop: float = Field(0.15, ge=0, le=1, description="share of the context for community reports")
+    text_unit_prop: float = Field(0.5, ge=0, le=1, description="share of the context for source text units; the "
+                                  "rest is for entities, relationships and claims")
 
 
 class GlobalSearchConfig(Section):
     chat_model_id: str = Field("default_chat_model", description="id of a model in `models`")
     map_prompt: Path | None = Field(None, description="map prompt file; unset: the packaged default")
     reduce_prompt: Path | None = Field(None, description="reduce prompt file; unset: the packaged default")
-    max_context_tokens: int = Field(12000, ge=500, description="tokens of reports per map call and for reduce")
+    max_context_tokens: int = Field(12000, ge=500, description="tokens of reports per map call, and of points for "
+                                    "the reduce call")
+    min_community_rank: float = Field(0, ge=0, le=10, description="reports rated below this are left out")
+    map_max_length: int = Field(1000, ge=50, description="words per map answer")
+    reduce_max_length: int = Field(2000, ge=50, description="words of the final answer")
 
 
 class BasicSearchConfig(Section):
     chat_model_id: str = Field("default_chat_model", description="id of a model in `models`")
-    embedding_model_id: str = Field("default_embedding_model", description="id of a model in `models`")
+    embedding_model_id: str | None = Field("default_embedding_model", description="model that embeds the question; "
+                                           "null: keyword search only")
     prompt: Path | None = Field(None, description="prompt file; unset: the packaged default")
     k: int = Field(10, ge=1, description="text units retrieved")
     max_context_tokens: int = Field(12000, ge=500, description="tokens of context sent with the question")

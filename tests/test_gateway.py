@@ -235,3 +235,19 @@ def test_a_model_that_cannot_be_reached_fails_fast_with_the_fix(tmp_path):
         ask(gateway, ["q"])
     assert "api_base" in str(err.value) and "sk-unused" not in str(err.value)
     assert time.monotonic() - started < 30
+
+
+def test_streaming_yields_pieces_then_serves_the_cache(tmp_path):
+    gateway = make_gateway(tmp_path, "fake/default")
+    messages = [{"role": "system", "content": "-----Sources-----\nid|text\n1|Pepys went to the Navy Office today.\n"},
+                {"role": "user", "content": "Where did Pepys go?"}]
+
+    async def collect(g):
+        return [piece async for piece in g.stream("m", messages, stage="query")]
+
+    pieces = asyncio.run(collect(gateway))
+    assert len(pieces) > 3 and "Navy Office" in "".join(pieces)
+    assert gateway.ledger.totals()["completion_tokens"] > 0
+    STATS.reset()
+    again = asyncio.run(collect(make_gateway(tmp_path, "fake/default")))
+    assert "".join(again) == "".join(pieces) and STATS.completions == 0

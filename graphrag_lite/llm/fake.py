@@ -22,7 +22,7 @@ import math
 import random
 import re
 import time
-from collections.abc import Callable
+from collections.abc import AsyncIterator, Callable
 from dataclasses import dataclass, field
 from typing import Any
 from urllib.parse import parse_qsl
@@ -30,7 +30,8 @@ from urllib.parse import parse_qsl
 import httpx
 import litellm
 from litellm import CustomLLM
-from litellm.types.utils import EmbeddingResponse, ModelResponse, Usage
+from litellm.types.llms.openai import ChatCompletionUsageBlock
+from litellm.types.utils import EmbeddingResponse, GenericStreamingChunk, ModelResponse, Usage
 
 from graphrag_lite.tokens import count_tokens
 
@@ -124,6 +125,21 @@ class FakeLLM(CustomLLM):
                                total_tokens=prompt_tokens + completion_tokens)
         response.model = options.name
         return response
+
+    async def astreaming(self, model: str, messages: list, *args: Any, **kwargs: Any  # type: ignore[override]
+                         ) -> AsyncIterator[GenericStreamingChunk]:
+        """The same answer as acompletion, a word at a time."""
+        response = await self.acompletion(model, messages, *args, **kwargs)
+        text = str(response.choices[0].message.content)
+        words = re.findall(r"\S+\s*", text) or [""]
+        usage = response.usage  # type: ignore[attr-defined]
+        for i, word in enumerate(words):
+            last = i == len(words) - 1
+            yield GenericStreamingChunk(
+                text=word, is_finished=last, finish_reason="stop" if last else "", index=0, tool_use=None,
+                usage=ChatCompletionUsageBlock(prompt_tokens=usage.prompt_tokens,
+                                               completion_tokens=usage.completion_tokens,
+                                               total_tokens=usage.total_tokens) if last else None)
 
     def embedding(self, *args: Any, **kwargs: Any) -> EmbeddingResponse:
         return _run_sync(self.aembedding(*args, **kwargs))
@@ -397,23 +413,38 @@ def map_points(first: str, last: str, prior: list[str]) -> str:
     question = _words(_question(first, last))
     points = []
     for line in first.splitlines():
-        overlap = len(question & _words(line))
-        if overlap and "|" in line:
+        shared = question & _words(line)
+        if shared and "|" in line:
             ident = line.split("|", 1)[0].strip()
-            points.append({"description": f"{_clip(line, 200)} [Data: Reports ({ident})]",
-                           "score": min(100, 20 * overlap)})
+            points.append({"description": f"About {', '.join(sorted(shared))}: {_clip(line, 200)} "
+                                          f"[Data: Reports ({ident})]",
+                           "score": min(100, 20 * len(shared))})
     points.sort(key=lambda p: -int(str(p["score"])))
     return json.dumps({"points": points[:5]})
 
 
 def plain_answer(first: str, last: str, prior: list[str] | None = None) -> str:
+    """An answer from the lines of the context that share the most words with the question, citing the
+    records they come from as `[Data: Section (id)]`."""
     question = _words(_question(first, last))
-    lines = [line.strip() for line in first.splitlines() if "|" in line or len(line) > 40]
-    ranked = sorted(lines, key=lambda line: -len(question & _words(line)))
-    best = [line for line in ranked[:3] if question & _words(line)]
+    section = ""
+    scored: list[tuple[int, int, str]] = []
+    for position, line in enumerate(first.splitlines()):
+        header = re.fullmatch(r"-{3,}\s*([A-Za-z]+)[\w ]*-{3,}", line.strip())
+        if header:
+            name = header.group(1).capitalize()
+            section = name if name in ("Reports", "Entities", "Relationships", "Claims", "Sources") else ""
+            continue
+        overlap = len(question & _words(line))
+        if not overlap or len(line) < 20:
+            continue
+        ident = line.split("|", 1)[0].strip()
+        cite = f" [Data: {section} ({ident})]" if ident.isdigit() and section else ""
+        scored.append((overlap, -position, _clip(line.split("|", 1)[-1] if cite else line, 300) + cite))
+    best = [text for _, _, text in sorted(scored, reverse=True)[:3]]
     if not best:
         return "I do not know: the provided data does not answer this question."
-    return "Based on the data: " + " ".join(_clip(line, 300) for line in best)
+    return "Based on the data: " + " ".join(best)
 
 
 def _clip(text: str, limit: int = 160) -> str:

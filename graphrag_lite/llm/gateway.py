@@ -16,7 +16,7 @@ from __future__ import annotations
 import asyncio
 import random
 import time
-from collections.abc import Callable, Sequence
+from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 
@@ -139,6 +139,48 @@ class Gateway:
         completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
         text = response.choices[0].message.content or ""
         return _Answer(text, prompt_tokens, completion_tokens, self._cost(response), retries)
+
+    async def stream(self, model_id: str, messages: Messages, *, stage: str) -> AsyncIterator[str]:
+        """An answer as it is generated. A cached answer comes at once; a new one is cached once complete and
+        non-empty. A connection that fails before the first piece is retried; one that fails mid-answer is
+        not (the caller has shown part of it) and raises LLMCallError."""
+        model = self._model(model_id)
+        args = self._call_args(model, json_mode=False)
+        key = cache_key("chat", model.model, messages, args)
+        cached = self.cache.get(key) if self.cache is not None else None
+        if cached is not None:
+            self._record(stage, model_id, "chat", _Answer(cached["text"], 0, 0, 0.0, 0), None, 0, ok=True)
+            yield cached["text"]
+            return
+        estimate = sum(count_tokens(m["content"], TOKEN_ENCODING) + 4 for m in messages)
+        started = time.perf_counter()
+
+        async def call() -> Any:
+            return await self._litellm.acompletion(model=model.model, messages=messages, stream=True,
+                                                   **self._connection(model), **args)
+
+        response, retries = await self._with_retries(model_id, model, estimate, call, stage)
+        pieces: list[str] = []
+        usage: Any = None
+        try:
+            async for chunk in response:
+                usage = getattr(chunk, "usage", None) or usage
+                piece = chunk.choices[0].delta.content if chunk.choices else None
+                if piece:
+                    pieces.append(piece)
+                    yield piece
+        except Exception as err:  # the stream broke: what was shown cannot be taken back
+            self._record(stage, model_id, "chat", _Answer("", estimate, 0, None, retries), started, 0, ok=False)
+            raise LLMCallError(f"model '{model_id}' stopped in the middle of its answer: {_describe(err, model)}"
+                               ) from None
+        text = "".join(pieces)
+        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or estimate)
+        completion_tokens = int(getattr(usage, "completion_tokens", 0) or count_tokens(text, TOKEN_ENCODING))
+        cost = self._price(model, prompt_tokens, completion_tokens)
+        self._record(stage, model_id, "chat", _Answer(text, prompt_tokens, completion_tokens, cost, retries), started,
+                     0, ok=bool(text.strip()))
+        if text.strip() and self.cache is not None:
+            self.cache.put(key, "chat", {"text": text})
 
     # ------------------------------------------------------------ embeddings
 
@@ -280,6 +322,14 @@ class Gateway:
         try:
             return float(self._litellm.completion_cost(completion_response=response))
         except Exception:  # not in the price map (local and fake models)
+            return None
+
+    def _price(self, model: ModelConfig, prompt_tokens: int, completion_tokens: int) -> float | None:
+        try:
+            prompt_cost, completion_cost = self._litellm.cost_per_token(
+                model=model.model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
+            return float(prompt_cost + completion_cost)
+        except Exception:  # not in the price map
             return None
 
     def _record(self, stage: str, model_id: str, kind: str, answer: _Answer, started: float | None,

@@ -23,6 +23,7 @@ import pandas as pd
 from graphrag_lite.config import GraphRagConfig, InputConfig
 from graphrag_lite.errors import ConfigError, InputError
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
+from graphrag_lite.tables import records
 
 TEXT_SUFFIXES = {".txt", ".md"}
 TABLE_SUFFIXES = {".csv", ".json", ".jsonl", ".parquet"}
@@ -121,7 +122,7 @@ def read_input_file(path: Path, cfg: InputConfig) -> tuple[list[RawDocument], li
     try:
         if suffix == ".parquet":
             frame = pd.read_parquet(io.BytesIO(data))
-            return rows_to_documents(_records(frame), relative, created, cfg)
+            return rows_to_documents(records(frame), relative, created, cfg)
         text = decode(data, cfg.encoding)
         if not text.strip():
             return [], [InputProblem(relative, "empty file")]
@@ -161,7 +162,7 @@ def parse_rows(text: str, suffix: str, source: str) -> tuple[list[dict[str, Any]
             frame = pd.read_csv(io.StringIO(text), dtype=str, keep_default_na=False)
         except (pd.errors.ParserError, pd.errors.EmptyDataError) as err:
             raise _UnusableFile(f"not a readable CSV file: {str(err).strip()}") from None
-        return _records(frame), []
+        return records(frame), []
     if suffix == ".json":
         return _parse_json(text, source)
     return _parse_jsonl(text, source)
@@ -253,10 +254,6 @@ def build_documents(raw: list[RawDocument], metadata_columns: list[str] | None,
         })
     columns = ["id", "human_readable_id", "title", "text", "creation_date", "raw_data", "metadata"]
     return pd.DataFrame(rows, columns=columns), problems
-
-
-def _records(frame: pd.DataFrame) -> list[dict[str, Any]]:
-    return [{str(k): v for k, v in row.items()} for row in frame.to_dict("records")]
 
 
 def _clean_str(value: Any) -> str:

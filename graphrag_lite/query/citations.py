@@ -1,0 +1,61 @@
+"""Follow an answer's `[Data: Sources (1, 2); Entities (3, +more); ...]` references back to their rows, and
+for sources to the document title and the chunk text, so a reader can check every claim."""
+
+from __future__ import annotations
+
+import re
+from typing import Any
+
+from graphrag_lite.query.index import IndexTables
+
+_REFERENCE = re.compile(r"\[Data:([^\]]*)\]", re.IGNORECASE)
+_GROUP = re.compile(r"(Sources|Entities|Relationships|Reports|Claims)\s*\(([^)]*)\)", re.IGNORECASE)
+
+
+def cited_ids(answer: str) -> dict[str, list[int]]:
+    found: dict[str, list[int]] = {}
+    for reference in _REFERENCE.findall(answer):
+        for kind, ids in _GROUP.findall(reference):
+            numbers = [int(x) for x in re.findall(r"\d+", ids)]
+            bucket = found.setdefault(kind.capitalize(), [])
+            bucket.extend(n for n in numbers if n not in bucket)
+    return found
+
+
+def resolve_citations(answer: str, index: IndexTables) -> dict[str, list[dict[str, Any]]]:
+    """Every cited id with its row; an id that is not in the index is listed with `"missing": true`."""
+    resolved: dict[str, list[dict[str, Any]]] = {}
+    for kind, ids in cited_ids(answer).items():
+        rows = []
+        for number in ids:
+            row = _lookup(kind, number, index)
+            rows.append(row if row is not None else {"id": number, "missing": True})
+        resolved[kind] = rows
+    return resolved
+
+
+def _lookup(kind: str, number: int, index: IndexTables) -> dict[str, Any] | None:
+    if kind == "Sources":
+        units = index.text_units[index.text_units["human_readable_id"] == number]
+        if units.empty:
+            return None
+        unit = units.iloc[0]
+        documents = index.documents[index.documents["id"] == unit["document_id"]]
+        title = str(documents.iloc[0]["title"]) if not documents.empty else None
+        return {"id": number, "text_unit_id": unit["id"], "document_title": title, "text": unit["text"]}
+    table, columns = {
+        "Entities": (index.entities, ["id", "title", "type", "description"]),
+        "Relationships": (index.relationships, ["id", "source", "target", "description", "weight"]),
+        "Reports": (index.reports, ["id", "community", "level", "title", "summary", "rank"]),
+        "Claims": (index.covariates, ["id", "subject_id", "type", "status", "description", "text_unit_id"]),
+    }[kind]
+    key = "community" if kind == "Reports" else "human_readable_id"
+    rows = table[table[key] == number]
+    if rows.empty:
+        return None
+    record = rows.iloc[0]
+    return {"short_id": number, **{c: _plain(record[c]) for c in columns if c in rows.columns}}
+
+
+def _plain(value: Any) -> Any:
+    return value.item() if hasattr(value, "item") else value

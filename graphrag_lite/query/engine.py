@@ -1,0 +1,203 @@
+"""The query API: local, global and basic search over a built index.
+
+    from graphrag_lite import GraphRAG
+    rag = GraphRAG.from_config("my-project")
+    result = rag.local_search("Who is Agent Alex Mercer?")
+    print(result.answer, result.citations())
+
+Each method has an async twin (`alocal_search`, ...). A result carries the answer, the context tables that
+were sent (with the short ids the answer cites), the resolved citations and the model usage.
+"""
+
+from __future__ import annotations
+
+import asyncio
+from collections.abc import Callable, Iterable
+from dataclasses import dataclass, field
+from pathlib import Path
+from typing import Any
+
+from graphrag_lite.config import GraphRagConfig, load_config
+from graphrag_lite.llm.gateway import Gateway, LLMCallError
+from graphrag_lite.llm.structured import json_parser
+from graphrag_lite.prompts import fill, load_prompt
+from graphrag_lite.query.citations import resolve_citations
+from graphrag_lite.query.context import ContextTable, pack, render
+from graphrag_lite.query.global_search import MapAnswer, Point, map_batches, no_answer, reduce_context, select_reports
+from graphrag_lite.query.index import IndexTables
+from graphrag_lite.query.local import build_local_context, name_matches
+from graphrag_lite.query.retrieval import by_keywords, by_vector, fuse
+from graphrag_lite.tables import records
+from graphrag_lite.vector_store import check_embedding_model, connect
+
+DEFAULT_RESPONSE_TYPE = "Multiple Paragraphs"
+OnPiece = Callable[[str], None]
+
+
+@dataclass
+class SearchResult:
+    method: str
+    question: str
+    answer: str
+    context_text: str
+    context: dict[str, list[dict[str, Any]]]
+    usage: dict[str, Any] | None
+    problems: list[str] = field(default_factory=list)
+    budgets: dict[str, int] = field(default_factory=dict)
+    _index: IndexTables | None = field(default=None, repr=False)
+
+    def citations(self) -> dict[str, list[dict[str, Any]]]:
+        """Every id the answer cites, resolved to its row (sources to document title and chunk text)."""
+        assert self._index is not None
+        return resolve_citations(self.answer, self._index)
+
+    def to_dict(self) -> dict[str, Any]:
+        return {"method": self.method, "question": self.question, "answer": self.answer,
+                "context": self.context, "citations": self.citations(), "usage": self.usage,
+                "problems": self.problems, "budgets": self.budgets}
+
+
+class GraphRAG:
+    def __init__(self, config: GraphRagConfig, use_cache: bool = True) -> None:
+        self.config = config
+        self.index = IndexTables(config)
+        self._use_cache = use_cache
+        self._gateway: Gateway | None = None
+
+    @classmethod
+    def from_config(cls, root: str | Path = ".", config: str | Path | None = None, overrides: Iterable[str] = (),
+                    use_cache: bool = True) -> GraphRAG:
+        return cls(load_config(Path(root), Path(config) if config else None, overrides), use_cache=use_cache)
+
+    @property
+    def gateway(self) -> Gateway:
+        if self._gateway is None:
+            self._gateway = Gateway(self.config, use_cache=self._use_cache)
+        return self._gateway
+
+    # ------------------------------------------------------------ local
+
+    def local_search(self, question: str, **options: Any) -> SearchResult:
+        return asyncio.run(self.alocal_search(question, **options))
+
+    async def alocal_search(self, question: str, response_type: str = DEFAULT_RESPONSE_TYPE,
+                            community_level: int = 2, on_piece: OnPiece | None = None) -> SearchResult:
+        cfg = self.config.local_search
+        pool = cfg.top_k_entities * 3
+        rankings = [name_matches(self.index.entities, question),
+                    by_keywords(self._db(), "entity_description", question, pool)]
+        if cfg.embedding_model_id:
+            rankings.append(by_vector(self._db(), "entity_description",
+                                      await self._embed(cfg.embedding_model_id, question), pool))
+        linked = fuse(rankings, cfg.top_k_entities)
+        context = build_local_context(self.index, cfg, linked, community_level)
+        prompt = load_prompt(cfg.prompt, "local_search_system_prompt.txt", required=("context_data",))
+        return await self._answer("local", question, cfg.chat_model_id, prompt, context.tables, response_type,
+                                  on_piece, budgets=context.budgets)
+
+    # ------------------------------------------------------------ basic
+
+    def basic_search(self, question: str, **options: Any) -> SearchResult:
+        return asyncio.run(self.abasic_search(question, **options))
+
+    async def abasic_search(self, question: str, response_type: str = DEFAULT_RESPONSE_TYPE,
+                            on_piece: OnPiece | None = None) -> SearchResult:
+        cfg = self.config.basic_search
+        rankings = [by_keywords(self._db(), "text_unit_text", question, cfg.k)]
+        if cfg.embedding_model_id:
+            rankings.insert(0, by_vector(self._db(), "text_unit_text",
+                                         await self._embed(cfg.embedding_model_id, question), cfg.k))
+        found = fuse(rankings, cfg.k)
+        units = records(self.index.text_units.set_index("id", drop=False).loc[found])
+        sources = pack("Sources", ["id", "text"], [{"id": int(u["human_readable_id"]), "text": u["text"]}
+                                                   for u in units], cfg.max_context_tokens)
+        prompt = load_prompt(cfg.prompt, "basic_search_system_prompt.txt", required=("context_data",))
+        return await self._answer("basic", question, cfg.chat_model_id, prompt, [sources], response_type, on_piece,
+                                  budgets={"sources": cfg.max_context_tokens})
+
+    # ------------------------------------------------------------ global
+
+    def global_search(self, question: str, **options: Any) -> SearchResult:
+        return asyncio.run(self.aglobal_search(question, **options))
+
+    async def aglobal_search(self, question: str, response_type: str = DEFAULT_RESPONSE_TYPE,
+                             community_level: int = 2, on_piece: OnPiece | None = None) -> SearchResult:
+        cfg = self.config.global_search
+        selection = select_reports(self.index, community_level, cfg.min_community_rank)
+        batches = map_batches(selection.reports, cfg.max_context_tokens)
+        map_prompt = fill(load_prompt(cfg.map_prompt, "global_search_map_system_prompt.txt",
+                                      required=("context_data",)), max_length=cfg.map_max_length)
+        problems = list(selection.missing)
+
+        async def map_one(batch: ContextTable) -> list[Point]:
+            messages = [{"role": "system", "content": fill(map_prompt, context_data=batch.render())},
+                        {"role": "user", "content": question}]
+            try:
+                result = await self.gateway.chat(cfg.chat_model_id, messages, stage="query_global_map",
+                                                 parse=json_parser(MapAnswer), json_mode=True)
+            except LLMCallError as err:
+                ids = ", ".join(str(r["id"]) for r in batch.rows)
+                problems.append(f"map call over reports {ids} failed: {err}")
+                return []
+            return result.value.points
+
+        points = [p for found in await asyncio.gather(*(map_one(b) for b in batches)) for p in found]
+        reports_table = ContextTable("Reports", ["id", "title", "content", "rank"],
+                                     [row for batch in batches for row in batch.rows])
+        report_data, used_points = reduce_context(points, cfg.max_context_tokens)
+        context = {"Reports": reports_table.rows,
+                   "Points": [p.model_dump() for p in sorted(points, key=lambda p: -p.score)]}
+        if used_points == 0:
+            answer = no_answer(question, selection, community_level)
+            if on_piece:
+                on_piece(answer)
+            return SearchResult("global", question, answer, report_data, context, self._usage(), problems,
+                                {"map": cfg.max_context_tokens, "reduce": cfg.max_context_tokens}, self.index)
+        reduce_prompt = fill(load_prompt(cfg.reduce_prompt, "global_search_reduce_system_prompt.txt",
+                                         required=("report_data",)),
+                             report_data=report_data, response_type=response_type, max_length=cfg.reduce_max_length)
+        answer = await self._generate(cfg.chat_model_id, reduce_prompt, question, "query_global_reduce", on_piece)
+        return SearchResult("global", question, answer, report_data, context, self._usage(), problems,
+                            {"map": cfg.max_context_tokens, "reduce": cfg.max_context_tokens}, self.index)
+
+    # ------------------------------------------------------------ shared
+
+    async def _answer(self, method: str, question: str, model_id: str, prompt: str, tables: list[ContextTable],
+                      response_type: str, on_piece: OnPiece | None, budgets: dict[str, int]) -> SearchResult:
+        context_text = render(tables)
+        system = fill(prompt, context_data=context_text, response_type=response_type)
+        answer = await self._generate(model_id, system, question, f"query_{method}", on_piece)
+        return SearchResult(method, question, answer, context_text, {t.name: t.rows for t in tables}, self._usage(),
+                            budgets=budgets, _index=self.index)
+
+    async def _generate(self, model_id: str, system: str, question: str, stage: str, on_piece: OnPiece | None) -> str:
+        messages = [{"role": "system", "content": system}, {"role": "user", "content": question}]
+        if on_piece is None:
+            return (await self.gateway.chat(model_id, messages, stage=stage)).text
+        pieces = []
+        async for piece in self.gateway.stream(model_id, messages, stage=stage):
+            pieces.append(piece)
+            on_piece(piece)
+        return "".join(pieces)
+
+    async def _embed(self, model_id: str, text: str) -> list[float]:
+        [vector] = await self.gateway.embed(model_id, [text], stage="query_embed")
+        check_embedding_model(self.config, model_id, dimension=len(vector))
+        return vector
+
+    def _db(self) -> Any:
+        check_embedding_model_present(self.config)
+        return connect(self.config.vector_store.db_uri)
+
+    def _usage(self) -> dict[str, Any] | None:
+        if self._gateway is None or not self._gateway.ledger.records:
+            return None
+        return self._gateway.ledger.totals()
+
+
+def check_embedding_model_present(config: GraphRagConfig) -> None:
+    from graphrag_lite.vector_store import IndexMismatchError, read_manifest
+
+    if read_manifest(config.output.base_dir) is None:
+        raise IndexMismatchError(f"the index in {config.output.base_dir} has no LanceDB tables; build them with "
+                                 "`graphrag-lite index` (stage embed_text)")

@@ -1,0 +1,91 @@
+"""Global search: map-reduce over community reports.
+
+Reports come from the chosen level, plus the communities above it that have no children down to it (the
+roll-up GraphRAG does, so every entity of the clustered graph is covered once). Reports rated below
+`min_community_rank` are left out; reports that failed are named, not silently skipped. Reports are packed,
+highest rated first, into batches of the token budget; each batch gets one map call returning scored
+points; the reduce call sees the best points that fit.
+"""
+
+from __future__ import annotations
+
+from dataclasses import dataclass
+
+import pandas as pd
+from pydantic import BaseModel, Field, field_validator
+
+from graphrag_lite.query.context import ContextTable, pack
+from graphrag_lite.query.index import IndexTables
+from graphrag_lite.tables import records
+from graphrag_lite.tokens import count_tokens
+
+ENCODING = "o200k_base"
+
+
+class Point(BaseModel):
+    description: str
+    score: float = Field(ge=0, le=100)
+
+    @field_validator("score", mode="before")
+    @classmethod
+    def number(cls, value: object) -> object:
+        return float(str(value).strip().rstrip("%")) if isinstance(value, str) else value
+
+
+class MapAnswer(BaseModel):
+    points: list[Point]
+
+
+@dataclass
+class ReportSelection:
+    reports: pd.DataFrame
+    missing: list[str]  # communities at these levels whose report failed
+    below_rank: int
+
+
+def select_reports(index: IndexTables, level: int, min_rank: float) -> ReportSelection:
+    communities = index.communities
+    leaves_above = (communities["level"] < level) & (communities["children"].map(len) == 0)
+    chosen = communities[(communities["level"] == level) | leaves_above]
+    if chosen.empty:  # the graph is shallower than the level asked for: use its deepest level
+        chosen = communities[communities["level"] == communities["level"].max()]
+    reports = index.reports[index.reports["community"].isin(chosen["community"])]
+    failed = reports[reports["status"] != "ok"]
+    usable = reports[reports["status"] == "ok"]
+    kept = usable[usable["rank"] >= min_rank].sort_values(["rank", "community"], ascending=[False, True])
+    missing = [f"community {int(c)} has no report ({s}); `graphrag-lite index` retries it"
+               for c, s in zip(failed["community"], failed["status"], strict=True)]
+    return ReportSelection(kept, missing, len(usable) - len(kept))
+
+
+def map_batches(reports: pd.DataFrame, budget: int) -> list[ContextTable]:
+    rows = [{"id": int(r["community"]), "title": r["title"], "content": r["full_content"], "rank": r["rank"]}
+            for r in records(reports)]
+    batches: list[ContextTable] = []
+    while rows:
+        batch = pack("Reports", ["id", "title", "content", "rank"], rows, budget)
+        if not batch.rows:  # one report larger than the budget goes alone, cut by the model's own limit
+            batch = ContextTable("Reports", ["id", "title", "content", "rank"], rows[:1])
+        batches.append(batch)
+        rows = rows[len(batch.rows):]
+    return batches
+
+
+def reduce_context(points: list[Point], budget: int) -> tuple[str, int]:
+    """The highest-scoring points with a score above zero that fit; returns the text and how many."""
+    text, used, count = "", 0, 0
+    for i, point in enumerate(sorted((p for p in points if p.score > 0), key=lambda p: -p.score), start=1):
+        block = f"----Analyst {i}----\nImportance Score: {point.score:g}\n{point.description}\n\n"
+        cost = count_tokens(block, ENCODING)
+        if used + cost > budget:
+            break
+        text, used, count = text + block, used + cost, count + 1
+    return text, count
+
+
+def no_answer(question: str, selection: ReportSelection, level: int) -> str:
+    titles = "; ".join(f"{int(r['community'])}: {r['title']}" for r in records(selection.reports.head(10)))
+    more = f" and {len(selection.reports) - 10} more" if len(selection.reports) > 10 else ""
+    return (f"No community report at level {level} held information relevant to this question, so there is no "
+            f"answer to give. Considered {len(selection.reports)} reports ({titles}{more}). Try local search for "
+            "questions about specific entities, or another --community-level.")

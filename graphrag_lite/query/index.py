@@ -1,0 +1,65 @@
+"""The tables of a built index, loaded on first use, with a clear message when something is missing."""
+
+from __future__ import annotations
+
+from functools import cached_property
+
+import pandas as pd
+
+from graphrag_lite.config import GraphRagConfig
+from graphrag_lite.errors import GraphragLiteError
+from graphrag_lite.storage import OutputStore
+
+BUILT_BY = {
+    "documents": "chunk_text", "text_units": "finalize_text_units", "entities": "cluster_graph",
+    "relationships": "cluster_graph", "communities": "cluster_graph", "community_reports": "community_reports",
+    "covariates": "finalize_text_units",
+}
+
+
+class IncompleteIndexError(GraphragLiteError):
+    exit_code = 2
+
+
+class IndexTables:
+    def __init__(self, config: GraphRagConfig) -> None:
+        self.config = config
+        self.store = OutputStore(config.output.base_dir)
+
+    def table(self, name: str) -> pd.DataFrame:
+        if not self.store.has(name):
+            if not self.store.base_dir.is_dir() or not any(self.store.base_dir.glob("*.parquet")):
+                raise IncompleteIndexError(f"no index in {self.store.base_dir}; build it with `graphrag-lite index`")
+            raise IncompleteIndexError(
+                f"the index in {self.store.base_dir} has no `{name}` table (written by the {BUILT_BY[name]} stage); "
+                f"build it with `graphrag-lite index` (it resumes where the index stopped)")
+        return self.store.read(name)
+
+    @cached_property
+    def documents(self) -> pd.DataFrame:
+        return self.table("documents")
+
+    @cached_property
+    def text_units(self) -> pd.DataFrame:
+        return self.table("text_units")
+
+    @cached_property
+    def entities(self) -> pd.DataFrame:
+        return self.table("entities")
+
+    @cached_property
+    def relationships(self) -> pd.DataFrame:
+        return self.table("relationships")
+
+    @cached_property
+    def communities(self) -> pd.DataFrame:
+        return self.table("communities")
+
+    @cached_property
+    def reports(self) -> pd.DataFrame:
+        return self.table("community_reports")
+
+    @cached_property
+    def covariates(self) -> pd.DataFrame:
+        return self.table("covariates") if self.store.has("covariates") else pd.DataFrame(
+            columns=["id", "human_readable_id", "subject_id", "type", "status", "description", "text_unit_id"])

@@ -1,0 +1,120 @@
+"""Local, global and basic search over an index of Operation Dulce, from the CLI and from Python."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+
+import pytest
+from typer.testing import CliRunner
+
+from graphrag_lite import GraphRAG
+from graphrag_lite.cli import app
+from graphrag_lite.query.context import render
+from graphrag_lite.query.local import build_local_context
+from graphrag_lite.tokens import count_tokens
+from tests.conftest import DATA, make_project
+
+QUERIES = json.loads((DATA / "operation-dulce" / "fixture_queries.json").read_text())
+
+
+def cli(*args):
+    return CliRunner().invoke(app, [str(a) for a in args], catch_exceptions=False)
+
+
+@pytest.fixture(scope="module")
+def novella(tmp_path_factory):
+    root = make_project(tmp_path_factory.mktemp("query"), [DATA / "operation-dulce" / "operation-dulce-full.md"])
+    result = cli("index", "--root", root)
+    assert result.exit_code == 0, result.output
+    return root
+
+
+@pytest.mark.parametrize("method", ["local", "global", "basic"])
+@pytest.mark.parametrize("query", [q["query"] for q in QUERIES])
+def test_every_method_answers_the_fixture_queries_in_every_mode(novella, method, query):
+    plain = cli("query", method, query, "--root", novella)
+    assert plain.exit_code == 0, plain.output
+    assert "Based on the data" in plain.output and "[Data:" in plain.output
+    streamed = cli("query", method, query, "--root", novella, "--streaming")
+    assert streamed.exit_code == 0 and streamed.output.strip() == plain.output.strip()
+    as_json = cli("query", method, query, "--root", novella, "--json")
+    assert as_json.exit_code == 0, as_json.output
+    data = json.loads(as_json.output)
+    assert data["answer"].strip() == plain.output.strip() and data["method"] == method
+    assert data["citations"] and all(row.get("missing") is not True for rows in data["citations"].values()
+                                     for row in rows)
+
+
+def test_local_context_has_every_section_within_its_share_of_the_budget(novella):
+    rag = GraphRAG.from_config(novella, overrides=["local_search.max_context_tokens=6000"])
+    result = rag.local_search("Who is Agent Alex Mercer and what are his goals?")
+    assert {"Reports", "Entities", "Relationships", "Sources"} <= {k for k, rows in result.context.items() if rows}
+    assert result.budgets == {"reports": 900, "sources": 3000, "graph": 2100}
+    sections = result.context_text.split("-----")
+    for name, share in (("Reports", 900), ("Sources", 3000)):
+        text = "-----" + name + "-----" + sections[sections.index(name) + 1]
+        assert count_tokens(text, "o200k_base") <= share
+    graph_text = "".join("-----" + n + "-----" + sections[sections.index(n) + 1]
+                         for n in ("Entities", "Relationships") if n in sections)
+    assert count_tokens(graph_text, "o200k_base") <= 2100
+    linked = [row["entity"] for row in result.context["Entities"]]
+    assert linked[0] == "ALEX MERCER"  # named in the question: linked first
+
+
+def test_in_network_relationships_come_first(novella):
+    rag = GraphRAG.from_config(novella)
+    entities = rag.index.entities.set_index("title")
+    linked = [entities.loc[t, "id"] for t in ("ALEX MERCER", "TAYLOR CRUZ")]
+    context = build_local_context(rag.index, rag.config.local_search, linked, 2)
+    rows = next(t for t in context.tables if t.name == "Relationships").rows
+    inside = [{r["source"], r["target"]} == {"ALEX MERCER", "TAYLOR CRUZ"} for r in rows]
+    assert inside[0] and inside == sorted(inside, reverse=True)
+    links = [r["links"] for r in rows if r["links"] != 2]
+    assert links == sorted(links, reverse=True)  # out-of-network ranked by how many linked entities they touch
+    assert render(context.tables).count("-----Sources-----") == 1
+
+
+def test_citations_resolve_to_rows_and_source_text(novella):
+    rag = GraphRAG.from_config(novella)
+    result = rag.basic_search("Who is Jordan Hayes?")
+    citations = result.citations()
+    source = citations["Sources"][0]
+    assert source["document_title"] == "operation-dulce-full.md"
+    assert source["text"] and "Jordan" in source["text"]
+    assert result.usage is not None and result.usage["calls"] >= 1
+
+
+def test_async_api_and_global_map_reduce(novella):
+    rag = GraphRAG.from_config(novella)
+    result = asyncio.run(rag.aglobal_search("What is the major conflict in this story?", community_level=1))
+    assert result.context["Points"] and all(0 <= p["score"] <= 100 for p in result.context["Points"])
+    assert "Reports" in result.citations()
+
+
+def test_global_search_with_nothing_relevant_says_so_plainly(novella):
+    result = GraphRAG.from_config(novella).global_search("Xylophone quasars zebra?")
+    assert result.answer.startswith("No community report at level 2 held information relevant")
+    assert "Considered" in result.answer and result.context["Points"] == []
+
+
+def test_queries_against_missing_or_incomplete_indexes_say_what_to_build(tmp_path, novella):
+    empty = make_project(tmp_path / "empty", [DATA / "operation-dulce" / "dulce.txt"])
+    result = cli("query", "local", "Who?", "--root", empty)
+    assert result.exit_code == 2 and "graphrag-lite index" in result.output
+    (novella / "output" / "community_reports.parquet").rename(novella / "output" / "saved.parquet")
+    try:
+        missing = cli("query", "global", "What?", "--root", novella)
+        assert missing.exit_code == 2
+        assert "no `community_reports` table" in missing.output and "community_reports stage" in missing.output
+    finally:
+        (novella / "output" / "saved.parquet").rename(novella / "output" / "community_reports.parquet")
+    other = cli("query", "local", "Who?", "--root", novella, "--set",
+                "models.default_embedding_model.model=fake/embedding?dim=64")
+    assert other.exit_code == 2 and "graphrag-lite index --from embed_text" in other.output
+
+
+def test_explain_prints_context_and_usage(novella):
+    result = cli("query", "basic", "Who is Jordan Hayes?", "--root", novella, "--explain")
+    assert result.exit_code == 0
+    assert "-----Sources-----" in result.output and "LLM:" in result.output
