@@ -20,6 +20,12 @@ demo: $(STAMP)
 	@echo
 	$(BIN)/graphrag-lite show --root .
 	@echo
+	@echo "== local search: Who did Pepys go to Woolwich with?"
+	$(BIN)/graphrag-lite query local "Who did Pepys go to Woolwich with?" --root .
+	@echo
+	@echo "== global search: What are the main themes of the diary?"
+	$(BIN)/graphrag-lite query global "What are the main themes of the diary?" --root .
+	@echo
 	@echo "The index is in ./output (Parquet tables, LanceDB in output/lancedb, stats.json);"
 	@echo "the graph for Gephi: $(BIN)/graphrag-lite export graphml --root ."
 

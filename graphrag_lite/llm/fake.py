@@ -40,7 +40,8 @@ FAKE_INPUT_PRICE, FAKE_OUTPUT_PRICE = 0.15e-6, 0.60e-6  # USD per token
 STOPWORDS = frozenset("""a an and the he she it they we i you his her its their our my your this that these those
 there here then when what which who whom why how if in on at to of for from by with as but or nor so yet not no
 yes all any each every some one two mr mrs ms dr sir lady lord after before while during since until upon into
-about above below up down out over under again once also only just very chapter""".split())  # noqa: SIM905
+about above below up down out over under again once also only just very chapter is are was were be been has
+have had do does did main""".split())  # noqa: SIM905
 HONORIFICS = ("Mr", "Mrs", "Ms", "Dr", "Sir", "Lady", "Lord", "Captain", "Capt", "Colonel", "Agent", "Professor")
 ORG_SUFFIXES = ("Corp", "Corporation", "Inc", "Ltd", "Company", "University", "Agency", "Office", "Council",
                 "Committee", "Bank", "Institute", "Navy", "Army", "Society", "Group", "Foundation")
@@ -440,7 +441,10 @@ def plain_answer(first: str, last: str, prior: list[str] | None = None) -> str:
             continue
         ident = line.split("|", 1)[0].strip()
         cite = f" [Data: {section} ({ident})]" if ident.isdigit() and section else ""
-        scored.append((overlap, -position, _clip(line.split("|", 1)[-1] if cite else line, 300) + cite))
+        body = line.split("|", 1)[-1] if cite else line
+        if len(body) > 300:  # quote the sentence that matches best, not the start of a long passage
+            body = max(sentences(body), key=lambda s: len(question & _words(s)))
+        scored.append((overlap, -position, _clip(body, 300) + cite))
     best = [text for _, _, text in sorted(scored, reverse=True)[:3]]
     if not best:
         return "I do not know: the provided data does not answer this question."

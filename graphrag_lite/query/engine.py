@@ -84,7 +84,7 @@ class GraphRAG:
                             community_level: int = 2, on_piece: OnPiece | None = None) -> SearchResult:
         cfg = self.config.local_search
         pool = cfg.top_k_entities * 3
-        rankings = [name_matches(self.index.entities, question),
+        rankings = [name_matches(self.index, question),
                     by_keywords(self._db(), "entity_description", question, pool)]
         if cfg.embedding_model_id:
             rankings.append(by_vector(self._db(), "entity_description",

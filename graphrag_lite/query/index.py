@@ -48,6 +48,14 @@ class IndexTables:
         return self.table("entities")
 
     @cached_property
+    def normalized_titles(self) -> list[tuple[str, str]]:
+        """(entity id, normalized title) of names longer than two characters, for matching names in questions."""
+        from graphrag_lite.graph.resolution import normalize_name
+
+        return [(eid, normalize_name(title)) for eid, title in zip(self.entities["id"], self.entities["title"],
+                                                                   strict=True) if len(title) > 2]
+
+    @cached_property
     def relationships(self) -> pd.DataFrame:
         return self.table("relationships")
 

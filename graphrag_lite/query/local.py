@@ -29,11 +29,10 @@ class LocalContext:
     entity_ids: list[str]
 
 
-def name_matches(entities: pd.DataFrame, question: str) -> list[str]:
+def name_matches(index: IndexTables, question: str) -> list[str]:
     """Entities whose whole name appears in the question, longest names first."""
     text = f" {normalize_name(question)} "
-    found = [(len(title), eid) for eid, title in zip(entities["id"], entities["title"], strict=True)
-             if len(title) > 2 and f" {normalize_name(title)} " in text]
+    found = [(len(name), eid) for eid, name in index.normalized_titles if f" {name} " in text]
     return [eid for _, eid in sorted(found, key=lambda x: -x[0])]
 
 
