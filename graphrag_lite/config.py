@@ -158,6 +158,13 @@ class GlobalSearchConfig(Section):
     min_community_rank: float = Field(0, ge=0, le=10, description="reports rated below this are left out")
     map_max_length: int = Field(1000, ge=50, description="words per map answer")
     reduce_max_length: int = Field(2000, ge=50, description="words of the final answer")
+    dynamic_community_selection: bool = Field(False, description="rate reports for relevance from the top level "
+                                              "down and map over the relevant ones only, instead of one level")
+    dynamic_model_id: str | None = Field(None, description="model that rates reports (a cheap one); unset: "
+                                         "chat_model_id")
+    dynamic_rate_prompt: Path | None = Field(None, description="rating prompt file; unset: the packaged default")
+    dynamic_threshold: int = Field(1, ge=0, le=5, description="reports rated at least this (0-5) are relevant")
+    dynamic_max_level: int = Field(2, ge=0, description="deepest level the selection descends to")
 
 
 class BasicSearchConfig(Section):

@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import re
 
 import pytest
 from typer.testing import CliRunner
@@ -118,3 +119,16 @@ def test_explain_prints_context_and_usage(novella):
     result = cli("query", "basic", "Who is Jordan Hayes?", "--root", novella, "--explain")
     assert result.exit_code == 0
     assert "-----Sources-----" in result.output and "LLM:" in result.output
+
+
+def test_dynamic_community_selection_descends_only_into_relevant_reports(novella):
+    rag = GraphRAG.from_config(novella, overrides=["global_search.dynamic_community_selection=true",
+                                                   "global_search.dynamic_threshold=2"])
+    result = rag.global_search("What is the conflict between Alex Mercer and Taylor Cruz?")
+    note = next(p for p in result.problems if p.startswith("dynamic community selection"))
+    rated, kept = (int(n) for n in re.findall(r"\d+", note))
+    assert 0 < kept < len(rag.index.reports) and rated <= len(rag.index.reports)
+    stats = rag.gateway.ledger.by_stage()
+    assert stats["query_global_rate"]["calls"] == rated
+    used = {row["id"] for row in result.context["Reports"]}
+    assert len(used) == kept and "Reports" in result.citations()

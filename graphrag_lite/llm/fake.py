@@ -254,6 +254,10 @@ def _is_map(first: str, last: str) -> bool:
     return '"points"' in first
 
 
+def _is_rating(first: str, last: str) -> bool:
+    return '"rating"' in first and "---Question---" in first
+
+
 # -- extraction
 
 
@@ -424,6 +428,12 @@ def map_points(first: str, last: str, prior: list[str]) -> str:
     return json.dumps({"points": points[:5]})
 
 
+def rate_relevance(first: str, last: str, prior: list[str]) -> str:
+    question = _words(first.split("---Question---")[1].split("---Report---")[0])
+    shared = question & _words(first.split("---Report---")[-1])
+    return json.dumps({"reason": f"shares {len(shared)} words with the question", "rating": min(5, len(shared))})
+
+
 def plain_answer(first: str, last: str, prior: list[str] | None = None) -> str:
     """An answer from the lines of the context that share the most words with the question, citing the
     records they come from as `[Data: Section (id)]`."""
@@ -462,6 +472,7 @@ ROUTES: list[tuple[Callable[[str, str], bool], Callable[[str, str, list[str]], s
     (_is_claims, claim_extraction),
     (_is_graph, graph_extraction),
     (_is_summary, summarize),
+    (_is_rating, rate_relevance),
     (_is_report, community_report),
     (_is_map, map_points),
 ]

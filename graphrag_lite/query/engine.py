@@ -23,7 +23,17 @@ from graphrag_lite.llm.structured import json_parser
 from graphrag_lite.prompts import fill, load_prompt
 from graphrag_lite.query.citations import resolve_citations
 from graphrag_lite.query.context import ContextTable, pack, render
-from graphrag_lite.query.global_search import MapAnswer, Point, map_batches, no_answer, reduce_context, select_reports
+from graphrag_lite.query.global_search import (
+    MapAnswer,
+    Point,
+    Rating,
+    ReportSelection,
+    dynamic_selection,
+    map_batches,
+    no_answer,
+    reduce_context,
+    select_reports,
+)
 from graphrag_lite.query.index import IndexTables
 from graphrag_lite.query.local import build_local_context, name_matches
 from graphrag_lite.query.retrieval import by_keywords, by_vector, fuse
@@ -123,11 +133,16 @@ class GraphRAG:
     async def aglobal_search(self, question: str, response_type: str = DEFAULT_RESPONSE_TYPE,
                              community_level: int = 2, on_piece: OnPiece | None = None) -> SearchResult:
         cfg = self.config.global_search
-        selection = select_reports(self.index, community_level, cfg.min_community_rank)
+        problems: list[str] = []
+        if cfg.dynamic_community_selection:
+            selection, rated = await self._select_dynamically(question, problems)
+            problems.append(f"dynamic community selection rated {rated} reports and kept {len(selection.reports)}")
+        else:
+            selection = select_reports(self.index, community_level, cfg.min_community_rank)
         batches = map_batches(selection.reports, cfg.max_context_tokens)
         map_prompt = fill(load_prompt(cfg.map_prompt, "global_search_map_system_prompt.txt",
                                       required=("context_data",)), max_length=cfg.map_max_length)
-        problems = list(selection.missing)
+        problems[:0] = selection.missing
 
         async def map_one(batch: ContextTable) -> list[Point]:
             messages = [{"role": "system", "content": fill(map_prompt, context_data=batch.render())},
@@ -159,6 +174,24 @@ class GraphRAG:
         answer = await self._generate(cfg.chat_model_id, reduce_prompt, question, "query_global_reduce", on_piece)
         return SearchResult("global", question, answer, report_data, context, self._usage(), problems,
                             {"map": cfg.max_context_tokens, "reduce": cfg.max_context_tokens}, self.index)
+
+    async def _select_dynamically(self, question: str, problems: list[str]) -> tuple[ReportSelection, int]:
+        cfg = self.config.global_search
+        template = load_prompt(cfg.dynamic_rate_prompt, "global_search_rate_prompt.txt", required=("report",))
+        model_id = cfg.dynamic_model_id or cfg.chat_model_id
+
+        async def rate(report: str) -> int | None:
+            prompt = fill(template, question=question, report=report)
+            try:
+                result = await self.gateway.chat(model_id, [{"role": "user", "content": prompt}],
+                                                 stage="query_global_rate", parse=json_parser(Rating), json_mode=True)
+            except LLMCallError as err:
+                problems.append(f"rating a report failed, it was kept: {err}")
+                return None
+            return result.value.rating
+
+        return await dynamic_selection(self.index, rate, cfg.dynamic_threshold, cfg.dynamic_max_level,
+                                       cfg.min_community_rank)
 
     # ------------------------------------------------------------ shared
 

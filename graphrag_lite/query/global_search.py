@@ -9,6 +9,8 @@ points; the reduce call sees the best points that fit.
 
 from __future__ import annotations
 
+import asyncio
+from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import pandas as pd
@@ -56,6 +58,43 @@ def select_reports(index: IndexTables, level: int, min_rank: float) -> ReportSel
     missing = [f"community {int(c)} has no report ({s}); `graphrag-lite index` retries it"
                for c, s in zip(failed["community"], failed["status"], strict=True)]
     return ReportSelection(kept, missing, len(usable) - len(kept))
+
+
+class Rating(BaseModel):
+    rating: int = Field(ge=0, le=5)
+    reason: str = ""
+
+
+async def dynamic_selection(index: IndexTables, rate: Callable[[str], Awaitable[int | None]], threshold: int,
+                            max_level: int, min_rank: float) -> tuple[ReportSelection, int]:
+    """Reports chosen by relevance from the top down: a relevant report is replaced by its relevant
+    children (down to `max_level`), and kept itself when none of its children is relevant. `rate` returns a
+    0-5 rating, or None when rating failed (then the report is kept: unrated is not irrelevant)."""
+    reports = index.reports[(index.reports["status"] == "ok") & (index.reports["rank"] >= min_rank)]
+    content = dict(zip(reports["community"].astype(int), reports["full_content"], strict=True))
+    children = {int(c): [int(k) for k in kids if int(k) in content]
+                for c, kids in zip(index.communities["community"], index.communities["children"], strict=True)}
+    rated = 0
+
+    async def visit(community: int, level: int) -> list[int]:
+        nonlocal rated
+        rating = await rate(content[community])
+        rated += 1
+        if rating is not None and rating < threshold:
+            return []
+        kids = children.get(community, [])
+        if not kids or level >= max_level:
+            return [community]
+        chosen = [c for found in await asyncio.gather(*(visit(k, level + 1) for k in kids)) for c in found]
+        return chosen or [community]
+
+    roots = index.communities[index.communities["level"] == 0]["community"].astype(int)
+    selected = [c for found in await asyncio.gather(*(visit(r, 0) for r in roots if r in content)) for c in found]
+    chosen = reports[reports["community"].isin(selected)].sort_values(["rank", "community"], ascending=[False, True])
+    failed = index.reports[index.reports["status"] != "ok"]
+    missing = [f"community {int(c)} has no report ({s}); `graphrag-lite index` retries it"
+               for c, s in zip(failed["community"], failed["status"], strict=True)]
+    return ReportSelection(chosen, missing, 0), rated
 
 
 def map_batches(reports: pd.DataFrame, budget: int) -> list[ContextTable]:
