@@ -93,6 +93,8 @@ def index(
     def run() -> int:
         cfg = load_config(root, config, set_ or [])
         pipeline = load_pipeline(method or cfg.pipeline, STAGES, cfg.root_dir)
+        if pipeline.settings:
+            cfg = load_config(root, config, set_ or [], pipeline_settings=pipeline.settings)
         console.print(f"Indexing with pipeline [bold]{pipeline.name}[/bold] "
                       f"({' → '.join(s.name for s in pipeline.stages)})", highlight=False)
         if dry_run:

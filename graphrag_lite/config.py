@@ -87,6 +87,16 @@ class ExtractGraphConfig(Section):
     max_gleanings: int = Field(1, ge=0, description="follow-up calls asking for missed entities")
 
 
+class ExtractGraphNlpConfig(Section):
+    window: Literal["sentence", "text_unit"] = Field("sentence", description="entities co-occur when they are "
+                                                      "in the same sentence, or the same text unit")
+    min_entity_frequency: int = Field(2, ge=1, description="entities mentioned in fewer text units are pruned")
+    min_cooccurrence: int = Field(1, ge=1, description="pairs co-occurring in fewer windows get no edge")
+    min_npmi: float = Field(0.1, ge=-1, le=1, description="edges whose normalized PMI is lower are pruned")
+    remove_top_hubs: int = Field(0, ge=0, description="this many highest-degree entities are removed (a narrator "
+                                 "or a ubiquitous name can tie everything together)")
+
+
 class EntityResolutionConfig(Section):
     enabled: bool = Field(True, description="merge likely aliases (Holmes / Sherlock Holmes, Acme Corp / Acme "
                           "Corporation) when types match and the graph supports it; every merge is listed in "
@@ -137,7 +147,8 @@ class VectorStoreConfig(Section):
 
 
 class LocalSearchConfig(Section):
-    chat_model_id: str = Field("default_chat_model", description="id of a model in `models`")
+    chat_model_id: str | None = Field("default_chat_model", description="id of a model in `models`; "
+                                      "null: answer with the ranked evidence, no model")
     embedding_model_id: str | None = Field("default_embedding_model", description="model that embeds the question "
                                            "(the index's embedding model); null: link entities by keywords only")
     prompt: Path | None = Field(None, description="prompt file; unset: the packaged default")
@@ -150,7 +161,8 @@ class LocalSearchConfig(Section):
 
 
 class GlobalSearchConfig(Section):
-    chat_model_id: str = Field("default_chat_model", description="id of a model in `models`")
+    chat_model_id: str | None = Field("default_chat_model", description="id of a model in `models`; "
+                                      "null: answer with the ranked evidence, no model")
     map_prompt: Path | None = Field(None, description="map prompt file; unset: the packaged default")
     reduce_prompt: Path | None = Field(None, description="reduce prompt file; unset: the packaged default")
     max_context_tokens: int = Field(12000, ge=500, description="tokens of reports per map call, and of points for "
@@ -168,7 +180,8 @@ class GlobalSearchConfig(Section):
 
 
 class BasicSearchConfig(Section):
-    chat_model_id: str = Field("default_chat_model", description="id of a model in `models`")
+    chat_model_id: str | None = Field("default_chat_model", description="id of a model in `models`; "
+                                      "null: answer with the ranked evidence, no model")
     embedding_model_id: str | None = Field("default_embedding_model", description="model that embeds the question; "
                                            "null: keyword search only")
     prompt: Path | None = Field(None, description="prompt file; unset: the packaged default")
@@ -202,6 +215,7 @@ class GraphRagConfig(Section):
     input: InputConfig = Field(default_factory=InputConfig)
     chunking: ChunkingConfig = Field(default_factory=ChunkingConfig)
     extract_graph: ExtractGraphConfig = Field(default_factory=ExtractGraphConfig)
+    extract_graph_nlp: ExtractGraphNlpConfig = Field(default_factory=ExtractGraphNlpConfig)
     entity_resolution: EntityResolutionConfig = Field(default_factory=EntityResolutionConfig)
     summarize_descriptions: SummarizeDescriptionsConfig = Field(default_factory=SummarizeDescriptionsConfig)
     extract_claims: ExtractClaimsConfig = Field(default_factory=ExtractClaimsConfig)
@@ -316,9 +330,10 @@ def find_config_file(root: Path, config: Path | None) -> Path:
                       "project there, or pass --config FILE")
 
 
-def load_config(root: Path = Path("."), config: Path | None = None,
-                overrides: typing.Iterable[str] = ()) -> GraphRagConfig:
-    """Read, substitute, override, validate and resolve a settings file."""
+def load_config(root: Path = Path("."), config: Path | None = None, overrides: typing.Iterable[str] = (),
+                pipeline_settings: dict[str, Any] | None = None) -> GraphRagConfig:
+    """Read, substitute, override, validate and resolve a settings file. A pipeline's recommended settings
+    apply over the file, and --set overrides over both."""
     path = find_config_file(root, config)
     env_file = path.parent / ".env"
     dotenv = dotenv_values(env_file) if env_file.is_file() else {}
@@ -334,6 +349,11 @@ def load_config(root: Path = Path("."), config: Path | None = None,
         raise ConfigError(f"{path}: not valid YAML: {err}") from err
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of sections at the top level")
+    for section, values in (pipeline_settings or {}).items():
+        if isinstance(values, dict) and isinstance(data.get(section), dict):
+            data[section] = {**data[section], **values}
+        else:
+            data[section] = values
     return config_from_data(data, path, overrides)
 
 

@@ -112,6 +112,7 @@ class Pipeline:
     name: str
     description: str
     stages: list[Stage]
+    settings: dict[str, Any] = field(default_factory=dict)  # recommended settings, over settings.yaml
 
 
 def load_pipeline(name_or_path: str, registry: dict[str, Stage], root: Path | None = None) -> Pipeline:
@@ -140,7 +141,10 @@ def load_pipeline(name_or_path: str, registry: dict[str, Stage], root: Path | No
             raise PipelineError(f"{path}: stage '{name}' writes {twice}, already written by an earlier stage")
         written.update(stage.writes)
         stages.append(stage)
-    return Pipeline(name=path.stem, description=str(data.get("description", "")), stages=stages)
+    settings = data.get("settings") or {}
+    if not isinstance(settings, dict):
+        raise PipelineError(f"{path}: `settings:` must be a mapping of sections")
+    return Pipeline(name=path.stem, description=str(data.get("description", "")), stages=stages, settings=settings)
 
 
 def available_pipelines() -> list[str]:

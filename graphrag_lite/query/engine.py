@@ -96,7 +96,7 @@ class GraphRAG:
         pool = cfg.top_k_entities * 3
         rankings = [name_matches(self.index, question),
                     by_keywords(self._db(), "entity_description", question, pool)]
-        if cfg.embedding_model_id:
+        if cfg.embedding_model_id and self._has_vectors():
             rankings.append(by_vector(self._db(), "entity_description",
                                       await self._embed(cfg.embedding_model_id, question), pool))
         linked = fuse(rankings, cfg.top_k_entities)
@@ -114,7 +114,7 @@ class GraphRAG:
                             on_piece: OnPiece | None = None) -> SearchResult:
         cfg = self.config.basic_search
         rankings = [by_keywords(self._db(), "text_unit_text", question, cfg.k)]
-        if cfg.embedding_model_id:
+        if cfg.embedding_model_id and self._has_vectors():
             rankings.insert(0, by_vector(self._db(), "text_unit_text",
                                          await self._embed(cfg.embedding_model_id, question), cfg.k))
         found = fuse(rankings, cfg.k)
@@ -134,6 +134,8 @@ class GraphRAG:
                              community_level: int = 2, on_piece: OnPiece | None = None) -> SearchResult:
         cfg = self.config.global_search
         problems: list[str] = []
+        if cfg.chat_model_id is None:
+            return self._global_evidence(question, community_level, on_piece)
         if cfg.dynamic_community_selection:
             selection, rated = await self._select_dynamically(question, problems)
             problems.append(f"dynamic community selection rated {rated} reports and kept {len(selection.reports)}")
@@ -144,11 +146,13 @@ class GraphRAG:
                                       required=("context_data",)), max_length=cfg.map_max_length)
         problems[:0] = selection.missing
 
+        chat_model_id = cfg.chat_model_id
+
         async def map_one(batch: ContextTable) -> list[Point]:
             messages = [{"role": "system", "content": fill(map_prompt, context_data=batch.render())},
                         {"role": "user", "content": question}]
             try:
-                result = await self.gateway.chat(cfg.chat_model_id, messages, stage="query_global_map",
+                result = await self.gateway.chat(chat_model_id, messages, stage="query_global_map",
                                                  parse=json_parser(MapAnswer), json_mode=True)
             except LLMCallError as err:
                 ids = ", ".join(str(r["id"]) for r in batch.rows)
@@ -179,6 +183,7 @@ class GraphRAG:
         cfg = self.config.global_search
         template = load_prompt(cfg.dynamic_rate_prompt, "global_search_rate_prompt.txt", required=("report",))
         model_id = cfg.dynamic_model_id or cfg.chat_model_id
+        assert model_id is not None  # global search without a chat model answers with evidence before this
 
         async def rate(report: str) -> int | None:
             prompt = fill(template, question=question, report=report)
@@ -195,15 +200,37 @@ class GraphRAG:
 
     # ------------------------------------------------------------ shared
 
-    async def _answer(self, method: str, question: str, model_id: str, prompt: str, tables: list[ContextTable],
+    async def _answer(self, method: str, question: str, model_id: str | None, prompt: str, tables: list[ContextTable],
                       response_type: str, on_piece: OnPiece | None, budgets: dict[str, int]) -> SearchResult:
         context_text = render(tables)
         system = fill(prompt, context_data=context_text, response_type=response_type)
-        answer = await self._generate(model_id, system, question, f"query_{method}", on_piece)
+        answer = await self._generate(model_id, system, question, f"query_{method}", on_piece, tables)
         return SearchResult(method, question, answer, context_text, {t.name: t.rows for t in tables}, self._usage(),
                             budgets=budgets, _index=self.index)
 
-    async def _generate(self, model_id: str, system: str, question: str, stage: str, on_piece: OnPiece | None) -> str:
+    def _global_evidence(self, question: str, level: int, on_piece: OnPiece | None) -> SearchResult:
+        """With no chat model: the reports of the level that match the question's words best."""
+        cfg = self.config.global_search
+        selection = select_reports(self.index, level, cfg.min_community_rank)
+        matched = by_keywords(self._db(), "community_full_content", question, 50)
+        by_id = {r["id"]: r for r in records(selection.reports)}
+        ranked = [r for r in matched if r in by_id] or list(by_id)[:5]
+        rows = [{"id": int(by_id[r]["community"]), "title": by_id[r]["title"], "content": by_id[r]["summary"],
+                 "rank": by_id[r]["rank"]} for r in ranked]
+        table = pack("Reports", ["id", "title", "content", "rank"], rows, cfg.max_context_tokens)
+        answer = evidence_answer([table])
+        if on_piece:
+            on_piece(answer)
+        return SearchResult("global", question, answer, render([table]), {"Reports": table.rows}, self._usage(),
+                            list(selection.missing), {"reports": cfg.max_context_tokens}, self.index)
+
+    async def _generate(self, model_id: str | None, system: str, question: str, stage: str,
+                        on_piece: OnPiece | None, tables: list[ContextTable] | None = None) -> str:
+        if model_id is None:  # no chat model: the ranked evidence is the answer, labelled as such
+            answer = evidence_answer(tables or [])
+            if on_piece:
+                on_piece(answer)
+            return answer
         messages = [{"role": "system", "content": system}, {"role": "user", "content": question}]
         if on_piece is None:
             return (await self.gateway.chat(model_id, messages, stage=stage)).text
@@ -212,6 +239,12 @@ class GraphRAG:
             pieces.append(piece)
             on_piece(piece)
         return "".join(pieces)
+
+    def _has_vectors(self) -> bool:
+        from graphrag_lite.vector_store import read_manifest
+
+        manifest = read_manifest(self.config.output.base_dir)
+        return bool(manifest and manifest.get("model"))
 
     async def _embed(self, model_id: str, text: str) -> list[float]:
         [vector] = await self.gateway.embed(model_id, [text], stage="query_embed")
@@ -226,6 +259,28 @@ class GraphRAG:
         if self._gateway is None or not self._gateway.ledger.records:
             return None
         return self._gateway.ledger.totals()
+
+
+EVIDENCE_HEADER = ("Retrieved evidence (no chat model is configured, so this is the ranked context, not a generated "
+                   "answer):")
+
+
+def evidence_answer(tables: list[ContextTable], per_section: int = 5) -> str:
+    """The top rows of each context section, with the citations an answer would carry."""
+    lines = [EVIDENCE_HEADER]
+    for table in tables:
+        if not table.rows:
+            continue
+        lines.append(f"\n{table.name}:")
+        for row in table.rows[:per_section]:
+            label = row.get("entity") or row.get("title") or (f"{row['source']} - {row['target']}"
+                                                             if "source" in row else "")
+            text = " ".join(str(row.get("description") or row.get("content") or row.get("text") or "").split())
+            text = text if len(text) <= 300 else text[:299] + "…"
+            lines.append(f"- {label + ': ' if label else ''}{text} [Data: {table.name} ({row['id']})]")
+    if len(lines) == 1:
+        lines.append("nothing in the index matches the question.")
+    return "\n".join(lines)
 
 
 def check_embedding_model_present(config: GraphRagConfig) -> None:

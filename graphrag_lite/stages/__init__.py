@@ -18,6 +18,11 @@ standard pipeline (pipelines/standard.yaml):
                                                              -> community_reports
 10. embed_text            entities, text_units, community_reports (embedding model)
                                                              -> embeddings (+ LanceDB tables)
+
+fast pipeline (pipelines/fast.yaml), no model: the same stages, except
+3. extract_graph_nlp      base_text_units  (rules, NPMI)     -> raw_entities, raw_relationships
+6. join_descriptions      merged_*                           -> summarized_entities, summarized_relationships
+9. community_reports_extractive  communities, entities, relationships, text_units -> community_reports
 """
 
 from graphrag_lite.pipeline import Stage
@@ -25,10 +30,13 @@ from graphrag_lite.stages import (
     chunk_text,
     cluster_graph,
     community_reports,
+    community_reports_extractive,
     embed_text,
     extract_claims,
     extract_graph,
+    extract_graph_nlp,
     finalize_text_units,
+    join_descriptions,
     load_documents,
     merge_graph,
     summarize_descriptions,
@@ -38,11 +46,14 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in (
     load_documents.STAGE,
     chunk_text.STAGE,
     extract_graph.STAGE,
+    extract_graph_nlp.STAGE,
     extract_claims.STAGE,
     merge_graph.STAGE,
     summarize_descriptions.STAGE,
+    join_descriptions.STAGE,
     cluster_graph.STAGE,
     finalize_text_units.STAGE,
     community_reports.STAGE,
+    community_reports_extractive.STAGE,
     embed_text.STAGE,
 )}

@@ -99,7 +99,7 @@ def generate_reports(gateway: Gateway | None, model_id: str, template: str, buil
         for record in by_level[level]:
             number = int(record["community"])
             report, status = results[number]
-            rows.append(_row(record, report, status))
+            rows.append(report_row(record, report, status))
             if report is not None:
                 written[number] = ChildReport(number, int(record["size"]), frozenset(record["entity_ids"]),
                                               builder.report_row(number, report.title, full_content(report)))
@@ -123,7 +123,7 @@ async def _write_level(gateway: Gateway, model_id: str, template: str, contexts:
     return dict(await asyncio.gather(*(one(c, ctx) for c, ctx in contexts.items())))
 
 
-def _row(record: dict[str, Any], report: Report | None, status: str) -> tuple[Any, ...]:
+def report_row(record: dict[str, Any], report: Report | None, status: str) -> tuple[Any, ...]:
     number = int(record["community"])
     children = [int(c) for c in record["children"]]
     period = datetime.now(UTC).date().isoformat()
