@@ -1,4 +1,5 @@
-# make demo: install into .venv and index the bundled sample corpus, no API key needed.
+# make demo: install into .venv, index the bundled sample corpus with the fast method (no model, no key),
+# show the index and ask a local and a global question.
 # make test: install with the test extras into .venv and run the whole suite (what CI runs).
 PYTHON ?= python3
 VENV := .venv
@@ -16,7 +17,7 @@ $(STAMP): $(BIN)/python pyproject.toml
 	touch $(STAMP)
 
 demo: $(STAMP)
-	$(BIN)/graphrag-lite index --root .
+	$(BIN)/graphrag-lite index --root . --method fast
 	@echo
 	$(BIN)/graphrag-lite show --root .
 	@echo

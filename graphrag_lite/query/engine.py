@@ -12,6 +12,7 @@ were sent (with the short ids the answer cites), the resolved citations and the 
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -20,6 +21,7 @@ from typing import Any
 from graphrag_lite.config import GraphRagConfig, load_config
 from graphrag_lite.llm.gateway import Gateway, LLMCallError
 from graphrag_lite.llm.structured import json_parser
+from graphrag_lite.nlp.extractor import sentences
 from graphrag_lite.prompts import fill, load_prompt
 from graphrag_lite.query.citations import resolve_citations
 from graphrag_lite.query.context import ContextTable, pack, render
@@ -218,7 +220,7 @@ class GraphRAG:
         rows = [{"id": int(by_id[r]["community"]), "title": by_id[r]["title"], "content": by_id[r]["summary"],
                  "rank": by_id[r]["rank"]} for r in ranked]
         table = pack("Reports", ["id", "title", "content", "rank"], rows, cfg.max_context_tokens)
-        answer = evidence_answer([table])
+        answer = evidence_answer([table], question)
         if on_piece:
             on_piece(answer)
         return SearchResult("global", question, answer, render([table]), {"Reports": table.rows}, self._usage(),
@@ -227,7 +229,7 @@ class GraphRAG:
     async def _generate(self, model_id: str | None, system: str, question: str, stage: str,
                         on_piece: OnPiece | None, tables: list[ContextTable] | None = None) -> str:
         if model_id is None:  # no chat model: the ranked evidence is the answer, labelled as such
-            answer = evidence_answer(tables or [])
+            answer = evidence_answer(tables or [], question)
             if on_piece:
                 on_piece(answer)
             return answer
@@ -265,8 +267,9 @@ EVIDENCE_HEADER = ("Retrieved evidence (no chat model is configured, so this is 
                    "answer):")
 
 
-def evidence_answer(tables: list[ContextTable], per_section: int = 5) -> str:
-    """The top rows of each context section, with the citations an answer would carry."""
+def evidence_answer(tables: list[ContextTable], question: str, per_section: int = 5) -> str:
+    """The top rows of each context section, with the citations an answer would carry; a long text is
+    quoted at the sentence that shares the most words with the question."""
     lines = [EVIDENCE_HEADER]
     for table in tables:
         if not table.rows:
@@ -276,11 +279,18 @@ def evidence_answer(tables: list[ContextTable], per_section: int = 5) -> str:
             label = row.get("entity") or row.get("title") or (f"{row['source']} - {row['target']}"
                                                              if "source" in row else "")
             text = " ".join(str(row.get("description") or row.get("content") or row.get("text") or "").split())
+            if len(text) > 300:
+                text = _best_sentence(text, question)
             text = text if len(text) <= 300 else text[:299] + "…"
             lines.append(f"- {label + ': ' if label else ''}{text} [Data: {table.name} ({row['id']})]")
     if len(lines) == 1:
         lines.append("nothing in the index matches the question.")
     return "\n".join(lines)
+
+
+def _best_sentence(text: str, question: str) -> str:
+    words = {w for w in re.findall(r"\w+", question.lower()) if len(w) > 2}
+    return max(sentences(text), key=lambda s: len(words & set(re.findall(r"\w+", s.lower()))), default=text)
 
 
 def check_embedding_model_present(config: GraphRagConfig) -> None:
