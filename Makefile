@@ -21,12 +21,13 @@ demo: $(STAMP)
 	@echo
 	$(BIN)/graphrag-lite show --root .
 	@echo
-	@echo "== local search: Who did Pepys go to Woolwich with?"
-	$(BIN)/graphrag-lite query local "Who did Pepys go to Woolwich with?" --root .
+	@echo "== local search, no model (ranked evidence): Who went to Woolwich with Sir W. Pen?"
+	$(BIN)/graphrag-lite query local "Who went to Woolwich with Sir W. Pen?" --root . --set local_search.chat_model_id=null
 	@echo
-	@echo "== global search: What are the main themes of the diary?"
-	$(BIN)/graphrag-lite query global "What are the main themes of the diary?" --root .
+	@echo "== global search, no model (ranked evidence): What happened at the theatre?"
+	$(BIN)/graphrag-lite query global "What happened at the theatre?" --root . --set global_search.chat_model_id=null
 	@echo
+	@echo "With a chat model configured (see README), the same commands generate an answer from this evidence."
 	@echo "The index is in ./output (Parquet tables, LanceDB in output/lancedb, stats.json);"
 	@echo "the graph for Gephi: $(BIN)/graphrag-lite export graphml --root ."
 
