@@ -251,3 +251,22 @@ def test_streaming_yields_pieces_then_serves_the_cache(tmp_path):
     STATS.reset()
     again = asyncio.run(collect(make_gateway(tmp_path, "fake/default")))
     assert "".join(again) == "".join(pieces) and STATS.completions == 0
+
+
+def test_pacer_spaces_starts_once_latency_is_known():
+    from graphrag_lite.llm.limits import StartPacer
+
+    async def starts(pacer, n):
+        stamps = []
+        for _ in range(n):
+            await pacer.wait(concurrency=10)
+            stamps.append(time.monotonic())
+        return stamps
+
+    pacer = StartPacer()
+    unpaced = asyncio.run(starts(pacer, 5))
+    assert unpaced[-1] - unpaced[0] < 0.005  # nothing known yet: no waiting
+    pacer.observe(0.2)
+    paced = asyncio.run(starts(pacer, 5))
+    spacing = StartPacer.HEADROOM * 0.2 / 10
+    assert paced[-1] - paced[0] >= 4 * spacing * 0.9  # started at most 1/spacing a second

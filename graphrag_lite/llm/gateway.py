@@ -235,8 +235,11 @@ class Gateway:
             await limiter.admit(estimate)
             rate_limited = False
             used: int | None = None
+            latency: float | None = None
+            sent = time.monotonic()
             try:
                 response = await asyncio.wait_for(call(), timeout=model.timeout)
+                latency = time.monotonic() - sent
                 self._answered.add(model_id)
                 usage = getattr(response, "usage", None)
                 used = int(getattr(usage, "total_tokens", 0) or 0) or None
@@ -248,7 +251,7 @@ class Gateway:
                     raise LLMCallError(f"model '{model_id}' failed {attempt + 1} times in stage {stage}: "
                                        f"{_describe(err, model)}") from None
             finally:
-                await limiter.done(estimate, used, rate_limited)
+                await limiter.done(estimate, used, rate_limited, latency)
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
