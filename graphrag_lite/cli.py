@@ -212,17 +212,20 @@ JsonOption = Annotated[bool, typer.Option("--json", help="print answer, context 
                                           "usage as JSON")]
 ExplainOption = Annotated[bool, typer.Option("--explain", help="also print the context sent and the token and "
                                              "cost usage")]
+NoCacheOption = Annotated[bool, typer.Option("--no-cache", help="send every model call; neither read nor write the "
+                                             "answer cache")]
 
 
 def _query(method: str, question: str, root: Path, config: Path | None, set_: list[str] | None, response_type: str,
-           community_level: int | None, streaming: bool, as_json: bool, explain: bool, verbose: bool) -> None:
+           community_level: int | None, streaming: bool, as_json: bool, explain: bool, no_cache: bool,
+           verbose: bool) -> None:
     import json
 
     from graphrag_lite.pipeline import describe_llm_totals
     from graphrag_lite.query.engine import GraphRAG, SearchResult
 
     def run() -> None:
-        rag = GraphRAG.from_config(root, config, set_ or [])
+        rag = GraphRAG.from_config(root, config, set_ or [], use_cache=not no_cache)
         options: dict[str, Any] = {"response_type": response_type}
         if community_level is not None:
             options["community_level"] = community_level
@@ -256,11 +259,12 @@ def query_local(
     root: RootOption = Path("."), config: ConfigOption = None, set_: SetOption = None,
     response_type: ResponseTypeOption = "Multiple Paragraphs", community_level: LevelOption = 2,
     streaming: StreamingOption = False, as_json: JsonOption = False, explain: ExplainOption = False,
-    verbose: VerboseOption = False,
+    no_cache: NoCacheOption = False, verbose: VerboseOption = False,
 ) -> None:
     """Answer from the neighbourhood of the entities the question is about (entities, relationships, claims,
     their communities' reports and the source text)."""
-    _query("local", question, root, config, set_, response_type, community_level, streaming, as_json, explain, verbose)
+    _query("local", question, root, config, set_, response_type, community_level, streaming, as_json, explain,
+           no_cache, verbose)
 
 
 @query_app.command("global")
@@ -269,11 +273,11 @@ def query_global(
     root: RootOption = Path("."), config: ConfigOption = None, set_: SetOption = None,
     response_type: ResponseTypeOption = "Multiple Paragraphs", community_level: LevelOption = 2,
     streaming: StreamingOption = False, as_json: JsonOption = False, explain: ExplainOption = False,
-    verbose: VerboseOption = False,
+    no_cache: NoCacheOption = False, verbose: VerboseOption = False,
 ) -> None:
     """Answer questions about the whole corpus: map-reduce over the community reports of one level."""
     _query("global", question, root, config, set_, response_type, community_level, streaming, as_json, explain,
-           verbose)
+           no_cache, verbose)
 
 
 @query_app.command("basic")
@@ -282,11 +286,12 @@ def query_basic(
     root: RootOption = Path("."), config: ConfigOption = None, set_: SetOption = None,
     response_type: ResponseTypeOption = "Multiple Paragraphs",
     streaming: StreamingOption = False, as_json: JsonOption = False, explain: ExplainOption = False,
-    verbose: VerboseOption = False,
+    no_cache: NoCacheOption = False, verbose: VerboseOption = False,
 ) -> None:
     """Answer from the text units most similar to the question (vector and keyword search): plain RAG, the
     baseline to compare graph search against."""
-    _query("basic", question, root, config, set_, response_type, None, streaming, as_json, explain, verbose)
+    _query("basic", question, root, config, set_, response_type, None, streaming, as_json, explain, no_cache,
+           verbose)
 
 
 def main() -> None:

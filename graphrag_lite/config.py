@@ -85,6 +85,9 @@ class ExtractGraphConfig(Section):
     entity_types: list[str] = Field(["organization", "person", "geo", "event"],
                                     description="entity types the model is asked to find")
     max_gleanings: int = Field(1, ge=0, description="follow-up calls asking for missed entities")
+    format: Literal["tuples", "json"] = Field("tuples", description="answer format: GraphRAG's tuples, or JSON "
+                                              "(for models that do structured output well; prompt "
+                                              "extract_graph_json.txt)")
 
 
 class ExtractGraphNlpConfig(Section):

@@ -155,3 +155,11 @@ def test_show_summarizes_the_index(dulce):
     result = CliRunner().invoke(app, ["show", "--root", str(dulce)])
     assert result.exit_code == 0, result.output
     assert "ALEX MERCER" in result.output and "Communities per level" in result.output
+
+
+def test_json_extraction_mode_end_to_end(tmp_path):
+    root = make_project(tmp_path, [DULCE], "extract_graph:\n  format: json\n")
+    assert index(root).exit_code == 0
+    titles = set(table(root, "entities")["title"])
+    assert {"ALEX MERCER", "TAYLOR CRUZ", "JORDAN HAYES", "SAM RIVERA"} <= titles
+    assert check_index(root / "output")[0] == 0

@@ -83,3 +83,20 @@ def test_claim_gleanings_concatenated_keep_both():
     first = "(ACME<|>NONE<|>FRAUD<|>TRUE<|>NONE<|>NONE<|>Fraud<|>q1)<|COMPLETE|>"
     glean = "(BOB<|>NONE<|>BRIBERY<|>FALSE<|>NONE<|>NONE<|>Bribery<|>q2)<|COMPLETE|>"
     assert [c.subject for c in parse_claims_reply(first + glean).claims] == ["ACME", "BOB"]
+
+
+def test_json_extraction_format_gives_the_same_records_and_counts_drops():
+    import pytest
+
+    from graphrag_lite.extraction.tuples import parse_graph_json
+    from graphrag_lite.llm.structured import ParseError
+
+    reply = ('```json\n{"entities": [{"name": "alice", "type": "person", "description": "An engineer"}, '
+             '{"name": " ", "type": "person"}], "relationships": [{"source": "Alice", "target": "Acme", '
+             '"description": "Works there", "strength": "7"}, {"source": "Alice", "target": "ALICE"}]}\n```')
+    parsed = parse_graph_json(reply)
+    assert [(e.name, e.type, e.description) for e in parsed.entities] == [("ALICE", "PERSON", "An engineer")]
+    assert [(r.source, r.target, r.strength) for r in parsed.relationships] == [("ALICE", "ACME", 7.0)]
+    assert len(parsed.dropped) == 2 and parsed.complete
+    with pytest.raises(ParseError):
+        parse_graph_json('{"entities": [{"type": "person"}]}')  # a name is required

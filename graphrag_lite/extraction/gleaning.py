@@ -46,16 +46,17 @@ def yes_or_no(text: str) -> bool:
 
 
 async def extract_with_gleaning(gateway: Gateway, model_id: str, stage: str, prompt: str, max_gleanings: int,
-                                parse: Callable[[str], ParsedReply], continue_prompt: str) -> tuple[ParsedReply, int]:
+                                parse: Callable[[str], ParsedReply], continue_prompt: str,
+                                json_mode: bool = False) -> tuple[ParsedReply, int]:
     """All records from the first answer and the gleanings, and the number of calls made."""
     parse_checked = checked(parse)
     history = [{"role": "user", "content": prompt}]
-    first = await gateway.chat(model_id, history, stage=stage, parse=parse_checked)
+    first = await gateway.chat(model_id, history, stage=stage, parse=parse_checked, json_mode=json_mode)
     result, calls = first.value, 1
     history.append({"role": "assistant", "content": first.text})
     for gleaning in range(max_gleanings):
         history.append({"role": "user", "content": continue_prompt})
-        more = await gateway.chat(model_id, history, stage=stage, parse=parse_checked)
+        more = await gateway.chat(model_id, history, stage=stage, parse=parse_checked, json_mode=json_mode)
         calls += 1
         result.extend(more.value)
         history.append({"role": "assistant", "content": more.text})

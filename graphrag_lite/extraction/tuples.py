@@ -10,8 +10,13 @@ that cannot be used is kept in `dropped` with the reason, so it is counted, neve
 
 from __future__ import annotations
 
+import json
 import re
 from dataclasses import dataclass, field
+
+from pydantic import BaseModel
+
+from graphrag_lite.llm.structured import json_parser
 
 TUPLE_DELIMITER = "<|>"
 RECORD_DELIMITER = "##"
@@ -152,6 +157,37 @@ def _add_relationship(parsed: ParsedReply, fields: list[str], record: str) -> No
     else:
         parsed.relationships.append(RelationshipRecord(source=source, target=target, description=description,
                                                        strength=strength))
+
+
+class _JsonEntity(BaseModel):
+    name: str
+    type: str = ""
+    description: str = ""
+
+
+class _JsonRelationship(BaseModel):
+    source: str
+    target: str
+    description: str = ""
+    strength: float = 1.0
+
+
+class _JsonGraph(BaseModel):
+    entities: list[_JsonEntity] = []
+    relationships: list[_JsonRelationship] = []
+
+
+def parse_graph_json(text: str) -> ParsedReply:
+    """The JSON extraction format, validated, as the same records (and the same counted drops)."""
+    graph = json_parser(_JsonGraph)(text)
+    parsed = ParsedReply(complete=True)
+    for e in graph.entities:
+        fields = ["entity", e.name, e.type, e.description]
+        _add_entity(parsed, fields, json.dumps(e.model_dump()))
+    for r in graph.relationships:
+        fields = ["relationship", r.source, r.target, r.description, str(r.strength)]
+        _add_relationship(parsed, fields, json.dumps(r.model_dump()))
+    return parsed
 
 
 def parse_claims_reply(text: str, tuple_delimiter: str = TUPLE_DELIMITER, record_delimiter: str = RECORD_DELIMITER,

@@ -239,7 +239,11 @@ def _is_claims(first: str, last: str) -> bool:
 
 
 def _is_graph(first: str, last: str) -> bool:
-    return '("entity"' in first and "relationship" in first
+    return ('("entity"' in first and "relationship" in first) or _is_json_graph(first)
+
+
+def _is_json_graph(first: str) -> bool:
+    return '"entities"' in first and '"relationships"' in first
 
 
 def _is_summary(first: str, last: str) -> bool:
@@ -337,7 +341,26 @@ def graph_extraction(first: str, last: str, prior: list[str]) -> str:
     found = find_entities(source_text(first), entity_types(first))
     names = list(found)
     keep = names if len(names) < 3 else names[: math.ceil(len(names) * 2 / 3)]  # leave some for gleaning
-    return RECORD.join(_records_for(keep, found)) + COMPLETE
+    return _graph_answer(first, keep, found)
+
+
+def _graph_answer(first: str, names: list[str], found: dict[str, tuple[str, str]]) -> str:
+    records = _records_for(names, found)
+    if not _is_json_graph(first):
+        return RECORD.join(records) + COMPLETE
+    entities, relationships = [], []
+    for record in records:
+        fields = record.strip("()").split(TUPLE)
+        if fields[0] == '"entity"':
+            entities.append({"name": fields[1], "type": fields[2], "description": fields[3]})
+        else:
+            relationships.append({"source": fields[1], "target": fields[2], "description": fields[3],
+                                  "strength": float(fields[4])})
+    return json.dumps({"entities": entities, "relationships": relationships})
+
+
+def _emitted(name: str, prior: str) -> bool:
+    return f'"entity"{TUPLE}{name}{TUPLE}' in prior or f'"name": "{name}"' in prior
 
 
 def continue_extraction(first: str, last: str, prior: list[str]) -> str:
@@ -345,7 +368,9 @@ def continue_extraction(first: str, last: str, prior: list[str]) -> str:
         return COMPLETE
     found = find_entities(source_text(first), entity_types(first))
     emitted = " ".join(prior)
-    rest = [n for n in found if f'"entity"{TUPLE}{n}{TUPLE}' not in emitted]
+    rest = [n for n in found if not _emitted(n, emitted)]
+    if _is_json_graph(first):
+        return _graph_answer(first, rest, found)
     return RECORD.join(_records_for(rest, found)) + COMPLETE if rest else COMPLETE
 
 
@@ -354,7 +379,7 @@ def loop_check(first: str, last: str, prior: list[str]) -> str:
         return "N"
     found = find_entities(source_text(first), entity_types(first))
     emitted = " ".join(prior)
-    return "Y" if any(f'"entity"{TUPLE}{n}{TUPLE}' not in emitted for n in found) else "N"
+    return "Y" if any(not _emitted(n, emitted) for n in found) else "N"
 
 
 def claim_extraction(first: str, last: str, prior: list[str]) -> str:

@@ -20,6 +20,7 @@ from graphrag_lite.extraction.tuples import (
     RECORD_DELIMITER,
     TUPLE_DELIMITER,
     ParsedReply,
+    parse_graph_json,
     parse_graph_reply,
 )
 from graphrag_lite.llm.gateway import Gateway, LLMCallError
@@ -41,7 +42,8 @@ class UnitOutcome:
 
 
 def extraction_prompt(cfg: ExtractGraphConfig) -> str:
-    template = load_prompt(cfg.prompt, "extract_graph.txt", required=("input_text",))
+    default = "extract_graph_json.txt" if cfg.format == "json" else "extract_graph.txt"
+    template = load_prompt(cfg.prompt, default, required=("input_text",))
     return fill(template, entity_types=",".join(t.upper() for t in cfg.entity_types), tuple_delimiter=TUPLE_DELIMITER,
                 record_delimiter=RECORD_DELIMITER, completion_delimiter=COMPLETION_DELIMITER)
 
@@ -71,7 +73,8 @@ async def extract_units(gateway: Gateway, cfg: ExtractGraphConfig, template: str
         try:
             parsed, calls = await extract_with_gleaning(
                 gateway, cfg.model_id, "extract_graph", fill(template, input_text=text), cfg.max_gleanings,
-                parse_graph_reply, CONTINUE_GRAPH)
+                parse_graph_json if cfg.format == "json" else parse_graph_reply, CONTINUE_GRAPH,
+                json_mode=cfg.format == "json")
             return UnitOutcome(unit_id, parsed, calls)
         except LLMCallError as err:
             return UnitOutcome(unit_id, None, 0, str(err))
