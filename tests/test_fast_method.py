@@ -144,3 +144,15 @@ def test_the_same_fast_index_answers_through_a_model_when_one_is_configured(pepy
                                                  "models.default_chat_model.model=fake/default"])
     result = rag.local_search("Who went to Woolwich with Sir W. Pen?")
     assert not result.answer.startswith(EVIDENCE_HEADER) and result.usage["calls"] == 1
+
+
+def test_a_corpus_without_names_is_reported_and_queries_do_not_crash(tmp_path):
+    (tmp_path / "input").mkdir()
+    (tmp_path / "input" / "a.txt").write_text("nothing capitalised here, only plain words about nothing.\n")
+    write_settings(tmp_path, "local_search:\n  chat_model_id: null\n  embedding_model_id: null\n"
+                             "global_search:\n  chat_model_id: null\n")
+    result = CliRunner().invoke(app, ["index", "--root", str(tmp_path), "--method", "fast"], catch_exceptions=False)
+    assert result.exit_code == 0 and "no entities were extracted" in result.output
+    rag = GraphRAG.from_config(tmp_path)
+    assert rag.local_search("anything?").answer.startswith(EVIDENCE_HEADER)
+    assert "has no community reports" in rag.global_search("anything?").answer

@@ -220,7 +220,7 @@ class GraphRAG:
         rows = [{"id": int(by_id[r]["community"]), "title": by_id[r]["title"], "content": by_id[r]["summary"],
                  "rank": by_id[r]["rank"]} for r in ranked]
         table = pack("Reports", ["id", "title", "content", "rank"], rows, cfg.max_context_tokens)
-        answer = evidence_answer([table], question)
+        answer = evidence_answer([table], question) if rows else no_answer(question, selection, level)
         if on_piece:
             on_piece(answer)
         return SearchResult("global", question, answer, render([table]), {"Reports": table.rows}, self._usage(),

@@ -123,6 +123,10 @@ def reduce_context(points: list[Point], budget: int) -> tuple[str, int]:
 
 
 def no_answer(question: str, selection: ReportSelection, level: int) -> str:
+    if selection.reports.empty:
+        return (f"The index has no community reports to search at level {level} (its graph has no communities, "
+                "or every report is missing or rated below global_search.min_community_rank), so global search "
+                "has nothing to answer from. Try basic search.")
     titles = "; ".join(f"{int(r['community'])}: {r['title']}" for r in records(selection.reports.head(10)))
     more = f" and {len(selection.reports) - 10} more" if len(selection.reports) > 10 else ""
     return (f"No community report at level {level} held information relevant to this question, so there is no "

@@ -24,12 +24,16 @@ def keyword_query(question: str) -> str:
 
 def by_keywords(db: Any, table: str, question: str, limit: int) -> list[str]:
     words = keyword_query(question)
-    if not words:
+    lance = db.open_table(table)
+    if not words or lance.count_rows() == 0:  # an empty table has no full-text index to search
         return []
-    found = db.open_table(table).search(words, query_type="fts").limit(limit).select(["id"]).to_list()
+    found = lance.search(words, query_type="fts").limit(limit).select(["id"]).to_list()
     return [str(row["id"]) for row in found]
 
 
 def by_vector(db: Any, table: str, vector: list[float], limit: int) -> list[str]:
-    found = db.open_table(table).search(vector).limit(limit).select(["id"]).to_list()
+    lance = db.open_table(table)
+    if lance.count_rows() == 0:
+        return []
+    found = lance.search(vector).limit(limit).select(["id"]).to_list()
     return [str(row["id"]) for row in found]

@@ -21,8 +21,15 @@ def run(ctx: StageContext) -> StageResult:
                                                           ctx.read("summarized_relationships"),
                                                           cfg.max_cluster_size, cfg.seed, cfg.use_lcc)
     levels = communities.groupby("level").size().to_dict() if len(communities) else {}
+    problems = []
+    if entities.empty:
+        problems.append("no entities were extracted, so the graph, communities and reports are empty; check "
+                        "the input, or the extraction model and prompt (stats.json lists dropped records)")
+    elif communities.empty:
+        problems.append("the graph has no relationships, so there are no communities and no reports")
     return StageResult(
         tables={"entities": entities, "relationships": relationships, "communities": communities},
+        problems=problems,
         summary=f"{len(entities)} entities, {len(relationships)} relationships, {len(communities)} communities "
                 f"({', '.join(f'level {lvl}: {n}' for lvl, n in levels.items()) or 'no edges to cluster'})",
         details={"communities_per_level": {str(k): int(v) for k, v in levels.items()}},
