@@ -35,14 +35,17 @@ class Ledger:
         self.records: list[CallRecord] = []
         self.max_cost_usd = max_cost_usd
         self.max_tokens = max_tokens
+        self._cost = 0.0  # running totals: the budget is checked before every call
+        self._tokens = 0
 
     def add(self, record: CallRecord) -> None:
         self.records.append(record)
+        if not record.cache_hit:
+            self._cost += record.cost_usd or 0.0
+            self._tokens += record.prompt_tokens + record.completion_tokens
 
     def spent(self) -> tuple[float, int]:
-        cost = sum(r.cost_usd or 0.0 for r in self.records if not r.cache_hit)
-        tokens = sum(r.prompt_tokens + r.completion_tokens for r in self.records if not r.cache_hit)
-        return cost, tokens
+        return self._cost, self._tokens
 
     def check_budget(self) -> None:
         """Raise before a call is sent once the budget is used up (cached answers stay free)."""
