@@ -38,7 +38,8 @@ def local_rows(rag: GraphRAG, question: str) -> list[dict]:
     db = connect(rag.config.vector_store.db_uri)
     linked = fuse([name_matches(rag.index, question),
                    by_keywords(db, "entity_description", question, cfg.top_k_entities * 3)], cfg.top_k_entities)
-    context = build_local_context(rag.index, cfg, linked, 2)
+    units = by_keywords(db, "text_unit_text", question, cfg.retrieved_text_units)
+    context = build_local_context(rag.index, cfg, linked, 2, units)
     return [row for table in context.tables if table.name == "Sources" for row in table.rows]
 
 

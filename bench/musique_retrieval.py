@@ -89,7 +89,9 @@ async def local_sources(rag: GraphRAG, question: str) -> set[int]:
     rankings = [name_matches(rag.index, question),
                 by_keywords(db, "entity_description", question, cfg.top_k_entities * 3),
                 by_vector(db, "entity_description", vector, cfg.top_k_entities * 3)]
-    context = build_local_context(rag.index, cfg, fuse(rankings, cfg.top_k_entities), 2)
+    n = cfg.retrieved_text_units
+    units = fuse([by_vector(db, "text_unit_text", vector, n), by_keywords(db, "text_unit_text", question, n)], n)
+    context = build_local_context(rag.index, cfg, fuse(rankings, cfg.top_k_entities), 2, units)
     return {row["id"] for table in context.tables if table.name == "Sources" for row in table.rows}
 
 

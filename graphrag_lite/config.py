@@ -161,6 +161,9 @@ class LocalSearchConfig(Section):
     community_prop: float = Field(0.15, ge=0, le=1, description="share of the context for community reports")
     text_unit_prop: float = Field(0.5, ge=0, le=1, description="share of the context for source text units; the "
                                   "rest is for entities, relationships and claims")
+    retrieved_text_units: int = Field(50, ge=0, description="text units found for the question directly (vector "
+                                      "and keyword search) and fused with the linked entities' units; 0: only "
+                                      "the entities' units, as in GraphRAG")
 
 
 class GlobalSearchConfig(Section):

@@ -132,3 +132,20 @@ def test_dynamic_community_selection_descends_only_into_relevant_reports(novella
     assert stats["query_global_rate"]["calls"] == rated
     used = {row["id"] for row in result.context["Reports"]}
     assert len(used) == kept and "Reports" in result.citations()
+
+
+def test_local_sources_fuse_entity_units_with_directly_retrieved_units(novella):
+    rag = GraphRAG.from_config(novella)
+    entities = rag.index.entities.set_index("title")
+    linked = [entities.loc["ALEX MERCER", "id"]]
+    units = rag.index.text_units
+    outside = units[~units["id"].isin(set(entities.loc["ALEX MERCER", "text_unit_ids"]))]
+    assert len(outside), "every unit mentions Alex Mercer; pick another entity"
+    found = outside["id"].iloc[0]
+    fused = build_local_context(rag.index, rag.config.local_search, linked, 2, [found])
+    only = build_local_context(rag.index, rag.config.local_search, linked, 2, [])
+    ids = lambda context: [r["id"] for t in context.tables if t.name == "Sources" for r in t.rows]  # noqa: E731
+    hrid = int(outside["human_readable_id"].iloc[0])
+    assert hrid in ids(fused)[:2] and hrid not in ids(only)  # a direct hit ranks high; entity-only misses it
+    off = GraphRAG.from_config(novella, overrides=["local_search.retrieved_text_units=0"])
+    assert off.local_search("Who is Jordan Hayes?").answer

@@ -98,11 +98,14 @@ class GraphRAG:
         pool = cfg.top_k_entities * 3
         rankings = [name_matches(self.index, question),
                     by_keywords(self._db(), "entity_description", question, pool)]
+        unit_rankings = [by_keywords(self._db(), "text_unit_text", question, cfg.retrieved_text_units)]
         if cfg.embedding_model_id and self._has_vectors():
-            rankings.append(by_vector(self._db(), "entity_description",
-                                      await self._embed(cfg.embedding_model_id, question), pool))
+            vector = await self._embed(cfg.embedding_model_id, question)
+            rankings.append(by_vector(self._db(), "entity_description", vector, pool))
+            unit_rankings.append(by_vector(self._db(), "text_unit_text", vector, cfg.retrieved_text_units))
         linked = fuse(rankings, cfg.top_k_entities)
-        context = build_local_context(self.index, cfg, linked, community_level)
+        units = fuse(unit_rankings, cfg.retrieved_text_units) if cfg.retrieved_text_units else []
+        context = build_local_context(self.index, cfg, linked, community_level, units)
         prompt = load_prompt(cfg.prompt, "local_search_system_prompt.txt", required=("context_data",))
         return await self._answer("local", question, cfg.chat_model_id, prompt, context.tables, response_type,
                                   on_piece, budgets=context.budgets)

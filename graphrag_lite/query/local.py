@@ -19,6 +19,7 @@ from graphrag_lite.config import LocalSearchConfig
 from graphrag_lite.graph.resolution import normalize_name
 from graphrag_lite.query.context import ContextTable, pack
 from graphrag_lite.query.index import IndexTables
+from graphrag_lite.query.retrieval import fuse
 from graphrag_lite.tables import records
 
 
@@ -36,8 +37,10 @@ def name_matches(index: IndexTables, question: str) -> list[str]:
     return [eid for _, eid in sorted(found, key=lambda x: -x[0])]
 
 
-def build_local_context(index: IndexTables, cfg: LocalSearchConfig, linked: list[str], community_level: int
-                        ) -> LocalContext:
+def build_local_context(index: IndexTables, cfg: LocalSearchConfig, linked: list[str], community_level: int,
+                        retrieved_units: list[str] | None = None) -> LocalContext:
+    """`retrieved_units`: text unit ids found for the question directly (vector and keyword search); fused
+    with the units of the linked entities, so the sources are never blind to the question's own words."""
     budget = cfg.max_context_tokens
     budgets = {"reports": int(budget * cfg.community_prop), "sources": int(budget * cfg.text_unit_prop)}
     budgets["graph"] = budget - budgets["reports"] - budgets["sources"]
@@ -61,7 +64,8 @@ def build_local_context(index: IndexTables, cfg: LocalSearchConfig, linked: list
                   budgets["graph"] - entity_table.tokens - relationships.tokens)
     included = {row["id"] for row in relationships.rows}
     supported = {uid: tuple(r for r in ids if r in included) for uid, ids in relationship_units.items()}
-    sources = pack("Sources", ["id", "text"], _source_rows(index, linked, supported), budgets["sources"])
+    sources = pack("Sources", ["id", "text"], _source_rows(index, linked, supported, retrieved_units or []),
+                   budgets["sources"])
     return LocalContext([reports, entity_table, relationships, claims, sources], budgets, linked)
 
 
@@ -118,12 +122,14 @@ def _claim_rows(index: IndexTables, titles: set[str]) -> list[dict[str, Any]]:
              "description": c["description"]} for c in records(claims)]
 
 
-def _source_rows(index: IndexTables, linked: list[str], supported: dict[str, tuple[int, ...]]) -> list[dict[str, Any]]:
+def _source_rows(index: IndexTables, linked: list[str], supported: dict[str, tuple[int, ...]],
+                 retrieved: list[str]) -> list[dict[str, Any]]:
     units_of = dict(zip(index.entities["id"], index.entities["text_unit_ids"], strict=True))
     order: dict[str, int] = {}
     for position, eid in enumerate(linked):
         for uid in units_of[eid]:
             order.setdefault(uid, position)
-    units = records(index.text_units[index.text_units["id"].isin(list(order))])
-    ranked = sorted(units, key=lambda u: (order[u["id"]], -len(supported.get(u["id"], ())), u["human_readable_id"]))
-    return [{"id": int(u["human_readable_id"]), "text": u["text"]} for u in ranked]
+    by_entities = sorted(order, key=lambda u: (order[u], -len(supported.get(u, ()))))
+    ranked = fuse([by_entities, retrieved], len(order) + len(retrieved)) if retrieved else by_entities
+    units = index.text_units.set_index("id", drop=False).loc[ranked]
+    return [{"id": int(h), "text": t} for h, t in zip(units["human_readable_id"], units["text"], strict=True)]

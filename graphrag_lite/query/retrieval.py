@@ -25,7 +25,7 @@ def keyword_query(question: str) -> str:
 def by_keywords(db: Any, table: str, question: str, limit: int) -> list[str]:
     words = keyword_query(question)
     lance = db.open_table(table)
-    if not words or lance.count_rows() == 0:  # an empty table has no full-text index to search
+    if not words or limit <= 0 or lance.count_rows() == 0:  # an empty table has no full-text index to search
         return []
     found = lance.search(words, query_type="fts").limit(limit).select(["id"]).to_list()
     return [str(row["id"]) for row in found]
@@ -33,7 +33,7 @@ def by_keywords(db: Any, table: str, question: str, limit: int) -> list[str]:
 
 def by_vector(db: Any, table: str, vector: list[float], limit: int) -> list[str]:
     lance = db.open_table(table)
-    if lance.count_rows() == 0:
+    if limit <= 0 or lance.count_rows() == 0:
         return []
     found = lance.search(vector).limit(limit).select(["id"]).to_list()
     return [str(row["id"]) for row in found]
