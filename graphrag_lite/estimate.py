@@ -25,19 +25,11 @@ class CallEstimate:
 
     def cost(self, config: GraphRagConfig) -> float | None:
         """USD from LiteLLM's price map (offline), counting the extra calls; None when the model is not in it."""
-        import litellm
+        from graphrag_lite.llm.gateway import load_litellm, model_price
 
-        from graphrag_lite.llm.gateway import _load_litellm
-
-        _load_litellm(config.models.values())  # registers the fake provider's prices when used
-        model = config.models[self.model_id].model
-        try:
-            prompt_cost, completion_cost = litellm.cost_per_token(
-                model=model, prompt_tokens=self.prompt_tokens + self.extra_prompt_tokens,
-                completion_tokens=self.completion_tokens)
-        except Exception:  # not in the price map
-            return None
-        return float(prompt_cost + completion_cost)
+        litellm = load_litellm(config.models.values())  # also registers the fake provider's prices
+        return model_price(litellm, config.models[self.model_id].model,
+                           self.prompt_tokens + self.extra_prompt_tokens, self.completion_tokens)
 
     def as_dict(self, config: GraphRagConfig) -> dict[str, Any]:
         return {"model_id": self.model_id, "calls": self.calls, "up_to_extra_calls": self.extra_calls,

@@ -303,7 +303,7 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
 
 def _run_stage(stage: Stage, config: GraphRagConfig, store: OutputStore, progress: Progress,
                models: ModelAccess) -> tuple[StageResult, dict[str, Any]]:
-    rows_in = {name: len(store.read(name)) for name in stage.reads}
+    rows_in = {name: store.rows(name) for name in stage.reads}
     _reset_peak_memory()
     started = time.perf_counter()
     result = stage.run(StageContext(config=config, store=store, progress=progress, stage_name=stage.name,

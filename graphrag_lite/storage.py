@@ -12,6 +12,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow.parquet as pq
 
 
 @contextmanager
@@ -72,6 +73,10 @@ class OutputStore:
         if not path.is_file():
             raise FileNotFoundError(f"table '{name}' not found in {self.base_dir}")
         return pd.read_parquet(path)
+
+    def rows(self, name: str) -> int:
+        """A table's row count, from the Parquet footer (without reading the table)."""
+        return int(pq.ParquetFile(self.path(name)).metadata.num_rows)
 
     def write(self, name: str, table: pd.DataFrame) -> str:
         """Write a table atomically; returns the digest of the file written."""

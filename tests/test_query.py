@@ -148,4 +148,9 @@ def test_local_sources_fuse_entity_units_with_directly_retrieved_units(novella):
     hrid = int(outside["human_readable_id"].iloc[0])
     assert hrid in ids(fused)[:2] and hrid not in ids(only)  # a direct hit ranks high; entity-only misses it
     off = GraphRAG.from_config(novella, overrides=["local_search.retrieved_text_units=0"])
-    assert off.local_search("Who is Jordan Hayes?").answer
+    result = off.local_search("Who is Jordan Hayes?")
+    titles = {row["entity"] for row in result.context["Entities"]}
+    linked_units = {u for t, ids in zip(off.index.entities["title"], off.index.entities["text_unit_ids"], strict=True)
+                    if t in titles for u in ids}
+    readable = dict(zip(off.index.text_units["human_readable_id"], off.index.text_units["id"], strict=True))
+    assert result.context["Sources"] and all(readable[r["id"]] in linked_units for r in result.context["Sources"])

@@ -107,3 +107,10 @@ def test_one_word_variants_are_spellings_not_different_things():
                  ("FORM DISCOVERY NETWORKS", "DISCOVERY NETWORKS"), ("KIM JONG-NAM", "KIM JONG-UN"),
                  ("MINISTER OF TOURISM", "MINISTRY OF TOURISM"), ("SOUTHEAST MISSOURI", "SOUTHWEST MISSOURI")):
         assert one_word_variant(a, b, 1) is None, (a, b)
+
+
+def test_names_that_normalize_to_nothing_are_counted():
+    merged = merge_graph(entities(("u1", "—", "PERSON", "A dash"), ("u1", "Alice", "PERSON", "An engineer")),
+                         relationships())
+    assert merged.entities["title"].tolist() == ["ALICE"]
+    assert merged.counts["records_without_a_usable_name"] == 1

@@ -67,6 +67,7 @@ def merge_graph(raw_entities: pd.DataFrame, raw_relationships: pd.DataFrame, res
     aliases = _alias_rows(groups, canonical, titles, names, decisions)
     relationships, problems, counts = _relationship_rows(raw_relationships, rel_keys, canonical, titles)
     counts.update({"raw_entity_records": len(raw_entities), "names_after_normalization": len(groups),
+                   "records_without_a_usable_name": sum(1 for key in keys if not key),
                    "entities": len(entities), "merged_as_aliases": len(decisions)})
     return MergeResult(entities, relationships, aliases, problems, counts)
 

@@ -77,8 +77,9 @@ class Gateway:
         self.ledger = Ledger(config.budget.max_cost_usd, config.budget.max_tokens)
         self._limiters: dict[tuple[str, int], ModelLimiter] = {}
         self._answered: set[str] = set()  # models that answered at least once in this run
+        self._supported: dict[str, set[str]] = {}  # OpenAI parameters LiteLLM supports, per model string
         self._unreachable: dict[str, int] = {}  # connection failures of models that never answered
-        self._litellm = _load_litellm(self.models.values())
+        self._litellm = load_litellm(self.models.values())
 
     # ------------------------------------------------------------ chat
 
@@ -176,7 +177,7 @@ class Gateway:
         text = "".join(pieces)
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or estimate)
         completion_tokens = int(getattr(usage, "completion_tokens", 0) or count_tokens(text, TOKEN_ENCODING))
-        cost = self._price(model, prompt_tokens, completion_tokens)
+        cost = model_price(self._litellm, model.model, prompt_tokens, completion_tokens)
         self._record(stage, model_id, "chat", _Answer(text, prompt_tokens, completion_tokens, cost, retries), started,
                      0, ok=bool(text.strip()))
         if text.strip() and self.cache is not None:
@@ -302,10 +303,13 @@ class Gateway:
         return args
 
     def _supports(self, model: ModelConfig, param: str) -> bool:
-        try:
-            return param in (self._litellm.get_supported_openai_params(model=model.model) or [])
-        except Exception:  # litellm does not know the model: send only what was configured
-            return False
+        """Asked once per model string: it is on the path of every JSON-mode call."""
+        if model.model not in self._supported:
+            try:
+                self._supported[model.model] = set(self._litellm.get_supported_openai_params(model=model.model) or [])
+            except Exception:  # litellm does not know the model: send only what was configured
+                self._supported[model.model] = set()
+        return param in self._supported[model.model]
 
     @staticmethod
     def _connection(model: ModelConfig) -> dict[str, Any]:
@@ -327,14 +331,6 @@ class Gateway:
         except Exception:  # not in the price map (local and fake models)
             return None
 
-    def _price(self, model: ModelConfig, prompt_tokens: int, completion_tokens: int) -> float | None:
-        try:
-            prompt_cost, completion_cost = self._litellm.cost_per_token(
-                model=model.model, prompt_tokens=prompt_tokens, completion_tokens=completion_tokens)
-            return float(prompt_cost + completion_cost)
-        except Exception:  # not in the price map
-            return None
-
     def _record(self, stage: str, model_id: str, kind: str, answer: _Answer, started: float | None,
                 parse_retries: int, ok: bool) -> None:
         """One record per logical call, summed over its attempts; `started` None marks a cache hit."""
@@ -349,7 +345,17 @@ class Gateway:
             self.cache.close()
 
 
-def _load_litellm(models: Any) -> Any:
+def model_price(litellm: Any, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
+    """USD for these tokens from LiteLLM's offline price map; None when the model is not in it."""
+    try:
+        prompt_cost, completion_cost = litellm.cost_per_token(model=model, prompt_tokens=prompt_tokens,
+                                                              completion_tokens=completion_tokens)
+    except Exception:  # not in the price map (local models)
+        return None
+    return float(prompt_cost + completion_cost)
+
+
+def load_litellm(models: Any) -> Any:
     import litellm  # imported on first use: it takes seconds, and model-free pipelines never need it
 
     litellm.suppress_debug_info = True

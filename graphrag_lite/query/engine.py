@@ -15,6 +15,7 @@ import asyncio
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
+from functools import cached_property
 from pathlib import Path
 from typing import Any
 
@@ -40,7 +41,7 @@ from graphrag_lite.query.index import IndexTables
 from graphrag_lite.query.local import build_local_context, name_matches
 from graphrag_lite.query.retrieval import by_keywords, by_vector, fuse
 from graphrag_lite.tables import records
-from graphrag_lite.vector_store import check_embedding_model, connect
+from graphrag_lite.vector_store import IndexMismatchError, check_embedding_model, connect, read_manifest
 
 DEFAULT_RESPONSE_TYPE = "Multiple Paragraphs"
 OnPiece = Callable[[str], None]
@@ -100,7 +101,7 @@ class GraphRAG:
                     by_keywords(self._db(), "entity_description", question, pool)]
         unit_rankings = [by_keywords(self._db(), "text_unit_text", question, cfg.retrieved_text_units)]
         if cfg.embedding_model_id and self._has_vectors():
-            vector = await self._embed(cfg.embedding_model_id, question)
+            vector = await self.embed_question(cfg.embedding_model_id, question)
             rankings.append(by_vector(self._db(), "entity_description", vector, pool))
             unit_rankings.append(by_vector(self._db(), "text_unit_text", vector, cfg.retrieved_text_units))
         linked = fuse(rankings, cfg.top_k_entities)
@@ -121,7 +122,7 @@ class GraphRAG:
         rankings = [by_keywords(self._db(), "text_unit_text", question, cfg.k)]
         if cfg.embedding_model_id and self._has_vectors():
             rankings.insert(0, by_vector(self._db(), "text_unit_text",
-                                         await self._embed(cfg.embedding_model_id, question), cfg.k))
+                                         await self.embed_question(cfg.embedding_model_id, question), cfg.k))
         found = fuse(rankings, cfg.k)
         units = records(self.index.text_units.set_index("id", drop=False).loc[found])
         sources = pack("Sources", ["id", "text"], [{"id": int(u["human_readable_id"]), "text": u["text"]}
@@ -245,20 +246,31 @@ class GraphRAG:
             on_piece(piece)
         return "".join(pieces)
 
-    def _has_vectors(self) -> bool:
-        from graphrag_lite.vector_store import read_manifest
-
+    @cached_property
+    def _manifest(self) -> dict[str, Any]:
+        """Read once per GraphRAG object, like the index tables."""
         manifest = read_manifest(self.config.output.base_dir)
-        return bool(manifest and manifest.get("model"))
+        if manifest is None:
+            raise IndexMismatchError(f"the index in {self.config.output.base_dir} has no LanceDB tables; build them "
+                                     "with `graphrag-lite index` (stage embed_text)")
+        return manifest
 
-    async def _embed(self, model_id: str, text: str) -> list[float]:
+    @cached_property
+    def _database(self) -> Any:
+        self._manifest  # noqa: B018 - a missing index fails here, with the command that builds it
+        return connect(self.config.vector_store.db_uri)
+
+    def _has_vectors(self) -> bool:
+        return bool(self._manifest.get("model"))
+
+    async def embed_question(self, model_id: str, text: str) -> list[float]:
+        """The question's vector, after checking the index was embedded with the same model and dimension."""
         [vector] = await self.gateway.embed(model_id, [text], stage="query_embed")
         check_embedding_model(self.config, model_id, dimension=len(vector))
         return vector
 
     def _db(self) -> Any:
-        check_embedding_model_present(self.config)
-        return connect(self.config.vector_store.db_uri)
+        return self._database
 
     def _usage(self) -> dict[str, Any] | None:
         if self._gateway is None or not self._gateway.ledger.records:
@@ -294,11 +306,3 @@ def evidence_answer(tables: list[ContextTable], question: str, per_section: int 
 def _best_sentence(text: str, question: str) -> str:
     words = {w for w in re.findall(r"\w+", question.lower()) if len(w) > 2}
     return max(sentences(text), key=lambda s: len(words & set(re.findall(r"\w+", s.lower()))), default=text)
-
-
-def check_embedding_model_present(config: GraphRagConfig) -> None:
-    from graphrag_lite.vector_store import IndexMismatchError, read_manifest
-
-    if read_manifest(config.output.base_dir) is None:
-        raise IndexMismatchError(f"the index in {config.output.base_dir} has no LanceDB tables; build them with "
-                                 "`graphrag-lite index` (stage embed_text)")

@@ -42,7 +42,7 @@ class MapAnswer(BaseModel):
 class ReportSelection:
     reports: pd.DataFrame
     missing: list[str]  # communities at these levels whose report failed
-    below_rank: int
+    below_rank: int  # usable reports left out by min_community_rank
 
 
 def select_reports(index: IndexTables, level: int, min_rank: float) -> ReportSelection:
@@ -55,9 +55,13 @@ def select_reports(index: IndexTables, level: int, min_rank: float) -> ReportSel
     failed = reports[reports["status"] != "ok"]
     usable = reports[reports["status"] == "ok"]
     kept = usable[usable["rank"] >= min_rank].sort_values(["rank", "community"], ascending=[False, True])
-    missing = [f"community {int(c)} has no report ({s}); `graphrag-lite index` retries it"
-               for c, s in zip(failed["community"], failed["status"], strict=True)]
-    return ReportSelection(kept, missing, len(usable) - len(kept))
+    return ReportSelection(kept, missing_reports(failed), len(usable) - len(kept))
+
+
+def missing_reports(failed: pd.DataFrame) -> list[str]:
+    """One line per report that failed at indexing time, so a query says what it could not read."""
+    return [f"community {int(c)} has no report ({s}); `graphrag-lite index` retries it"
+            for c, s in zip(failed["community"], failed["status"], strict=True)]
 
 
 class Rating(BaseModel):
@@ -91,10 +95,8 @@ async def dynamic_selection(index: IndexTables, rate: Callable[[str], Awaitable[
     roots = index.communities[index.communities["level"] == 0]["community"].astype(int)
     selected = [c for found in await asyncio.gather(*(visit(r, 0) for r in roots if r in content)) for c in found]
     chosen = reports[reports["community"].isin(selected)].sort_values(["rank", "community"], ascending=[False, True])
-    failed = index.reports[index.reports["status"] != "ok"]
-    missing = [f"community {int(c)} has no report ({s}); `graphrag-lite index` retries it"
-               for c, s in zip(failed["community"], failed["status"], strict=True)]
-    return ReportSelection(chosen, missing, 0), rated
+    below_rank = int(((index.reports["status"] == "ok") & (index.reports["rank"] < min_rank)).sum())
+    return ReportSelection(chosen, missing_reports(index.reports[index.reports["status"] != "ok"]), below_rank), rated
 
 
 def map_batches(reports: pd.DataFrame, budget: int) -> list[ContextTable]:
@@ -124,9 +126,12 @@ def reduce_context(points: list[Point], budget: int) -> tuple[str, int]:
 
 def no_answer(question: str, selection: ReportSelection, level: int) -> str:
     if selection.reports.empty:
-        return (f"The index has no community reports to search at level {level} (its graph has no communities, "
-                "or every report is missing or rated below global_search.min_community_rank), so global search "
-                "has nothing to answer from. Try basic search.")
+        reasons = [f"{selection.below_rank} rated below global_search.min_community_rank"] if selection.below_rank \
+            else []
+        reasons += [f"{len(selection.missing)} missing (failed at indexing)"] if selection.missing else []
+        why = "; ".join(reasons) or "the graph has no communities"
+        return (f"The index has no community reports to search at level {level} ({why}), so global search has "
+                "nothing to answer from. Try basic search.")
     titles = "; ".join(f"{int(r['community'])}: {r['title']}" for r in records(selection.reports.head(10)))
     more = f" and {len(selection.reports) - 10} more" if len(selection.reports) > 10 else ""
     return (f"No community report at level {level} held information relevant to this question, so there is no "

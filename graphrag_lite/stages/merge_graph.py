@@ -14,6 +14,9 @@ def run(ctx: StageContext) -> StageResult:
     summary = (f"{c['raw_entity_records']} entity records -> {c['names_after_normalization']} names -> "
                f"{c['entities']} entities ({c['merged_as_aliases']} merged as aliases, see entity_aliases); "
                f"{c['raw_relationship_records']} relationship records -> {c['relationships']} relationships")
+    if c["records_without_a_usable_name"]:
+        summary += f"; {c['records_without_a_usable_name']} entity records left out: their names are only " \
+                   "punctuation"
     if c["relationships_to_unknown_entities"]:
         summary += f"; {c['relationships_to_unknown_entities']} relationships to names never extracted as entities" \
                    " left out (listed in stats.json)"
