@@ -11,7 +11,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
-from graphrag_lite.errors import GraphragLiteError
+from graphrag_lite.errors import GraphragLiteError, IndexIncomplete
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Build a knowledge-graph index of a folder of documents and query it.")
@@ -108,6 +108,11 @@ def index(
             console.print(f"Total {describe_llm_totals(summary.llm)}", highlight=False)
         if summary.problems:
             console.print(f"[yellow]{summary.problems} problems[/yellow], listed in {summary.output_dir}/stats.json")
+        if summary.incomplete:
+            errors.print(f"[red]error:[/red] finished with failures in {describe_failures(summary)}. The tables are "
+                         "written and finished work is kept: run the same command to retry only what failed "
+                         f"(exit code {IndexIncomplete.exit_code})", highlight=False)
+            return IndexIncomplete.exit_code
         return 0
 
     raise typer.Exit(_guarded(verbose, run))
@@ -177,6 +182,20 @@ def export_graphml(
         console.print(f"wrote {target} ({nodes:,} nodes, {edges:,} edges)", highlight=False)
 
     _guarded(verbose, run)
+
+
+def describe_failures(summary: Any) -> str:
+    """One line per stage that had failures: what share of its items failed, and what was dropped."""
+    parts = []
+    for name in summary.incomplete:
+        details = summary.stages[name].get("details", {})
+        if "failed_text_units" in details:
+            units = details.get("text_units", 0)
+            parts.append(f"{name} ({details['failed_text_units']} of {units} text units failed, "
+                         f"{details.get('partly_extracted_text_units', 0)} partly extracted)")
+        else:
+            parts.append(f"{name} ({len(summary.stages[name].get('problems', []))} problems)")
+    return "; ".join(parts)
 
 
 def print_estimates(estimates: dict[str, Any]) -> None:

@@ -48,7 +48,11 @@ class ModelConfig(Section):
     tokens_per_minute: int | None = Field(None, ge=1, description="token rate limit; unset: none")
     max_retries: int = Field(10, ge=0, description="retries of a failed or malformed call")
     max_retry_wait: float = Field(60.0, gt=0, description="longest wait between retries, seconds")
-    timeout: float = Field(180.0, gt=0, description="seconds before a call is abandoned and retried")
+    timeout: float = Field(180.0, gt=0, description="seconds before a call is abandoned and retried; for a "
+                           "streamed call, seconds without a new piece of the answer")
+    stream: Literal["auto"] | bool = Field("auto", description="stream answers and time out on silence instead of "
+                                           "on total time; auto: for local servers (Ollama, llama.cpp, vLLM, "
+                                           "api_base on this machine or the local network)")
     max_parse_retries: int = Field(2, ge=0, description="follow-ups asking the model to correct an answer "
                                    "that could not be parsed")
 
@@ -85,9 +89,18 @@ class ExtractGraphConfig(Section):
     entity_types: list[str] = Field(["organization", "person", "geo", "event"],
                                     description="entity types the model is asked to find")
     max_gleanings: int = Field(1, ge=0, description="follow-up calls asking for missed entities")
-    format: Literal["tuples", "json"] = Field("tuples", description="answer format: GraphRAG's tuples, or JSON "
-                                              "(for models that do structured output well; prompt "
-                                              "extract_graph_json.txt)")
+    format: Literal["auto", "tuples", "json"] = Field(
+        "auto", description="answer format: GraphRAG's tuples, or JSON (prompt extract_graph_json.txt); auto: JSON "
+        "with structured output when LiteLLM says the model supports it, else tuples (a custom prompt decides by "
+        "its own format)")
+    max_completion_tokens: int | None = Field(8000, ge=1, description="longest answer (stops a model that "
+                                              "rambles or loops); a longer one is cut off, and its complete records "
+                                              "are kept and reported")
+    require_grounding: bool = Field(True, description="drop entities whose name does not occur in their text unit "
+                                    "(copied from the prompt's example, or invented), and their relationships")
+    max_failed_share: float = Field(0.5, ge=0, le=1, description="stop the run after extraction (graph or claims) "
+                                    "when more than this share of text units failed; failures below it still end "
+                                    "the run with exit code 4")
 
 
 class ExtractGraphNlpConfig(Section):
@@ -114,6 +127,7 @@ class SummarizeDescriptionsConfig(Section):
     prompt: Path | None = Field(None, description="prompt file; unset: the packaged default")
     max_length: int = Field(500, ge=1, description="words per summary")
     max_input_tokens: int = Field(4000, ge=100, description="descriptions per call are folded to this size")
+    max_completion_tokens: int | None = Field(2000, ge=1, description="longest summary; a longer one is cut off")
 
 
 class ExtractClaimsConfig(Section):
@@ -123,6 +137,7 @@ class ExtractClaimsConfig(Section):
     description: str = Field("Any claims or facts that could be relevant to information discovery.",
                              description="what counts as a claim")
     max_gleanings: int = Field(1, ge=0, description="follow-up calls asking for missed claims")
+    max_completion_tokens: int | None = Field(4000, ge=1, description="longest answer; a longer one is cut off")
 
 
 class ClusterGraphConfig(Section):
@@ -136,6 +151,7 @@ class CommunityReportsConfig(Section):
     prompt: Path | None = Field(None, description="prompt file; unset: the packaged default")
     max_length: int = Field(2000, ge=1, description="words per report")
     max_input_length: int = Field(8000, ge=500, description="tokens of context per report")
+    max_completion_tokens: int | None = Field(6000, ge=1, description="longest report; a longer one is cut off")
 
 
 class EmbedTextConfig(Section):
@@ -205,6 +221,8 @@ class BudgetConfig(Section):
                                        "model calls cost this much; unset: no limit")
     max_tokens: int | None = Field(None, gt=0, description="stop the run once model calls used this many "
                                    "tokens; unset: no limit")
+    scope: Literal["run", "index"] = Field("run", description="run: each run has the whole budget; index: spending "
+                                           "of every run of this output folder counts (output/llm_spend.json)")
 
 
 class OutputConfig(Section):

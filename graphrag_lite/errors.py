@@ -19,3 +19,21 @@ class InputError(GraphragLiteError):
 
 class PipelineError(GraphragLiteError):
     """A pipeline file or a stage cannot run as asked."""
+
+
+class IndexIncomplete(GraphragLiteError):
+    """The run finished, but items failed (text units, summaries, reports) or nothing was extracted: the
+    tables are written and the finished work is kept; the same command retries what failed."""
+
+    exit_code = 4
+
+
+class OutputLocked(GraphragLiteError):
+    """Another run is writing to the same output folder."""
+
+    exit_code = 5
+
+
+# Exit codes of the command line, one per cause (README, "Exit codes"):
+# 0 done; 1 unexpected error; 2 configuration, input or missing index; 3 budget reached;
+# 4 finished with failed items, or stopped because too many failed; 5 output folder in use; 130 interrupted.

@@ -15,6 +15,7 @@ import hashlib
 import json
 import resource
 import time
+from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
@@ -28,10 +29,10 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from graphrag_lite import __version__
 from graphrag_lite.config import GraphRagConfig
-from graphrag_lite.errors import PipelineError
-from graphrag_lite.llm.ledger import BudgetExceeded
+from graphrag_lite.errors import IndexIncomplete, PipelineError
+from graphrag_lite.llm.ledger import BudgetExceeded, read_spend, write_spend
 from graphrag_lite.resources import data_dir
-from graphrag_lite.storage import OutputStore, read_json, write_json
+from graphrag_lite.storage import OutputLock, OutputStore, read_json, write_json
 
 if TYPE_CHECKING:
     from graphrag_lite.estimate import CallEstimate
@@ -216,31 +217,36 @@ class ModelAccess:
         if self._gateway is None:
             from graphrag_lite.llm.gateway import Gateway
 
-            self._gateway = Gateway(self._config, use_cache=self._use_cache)
+            earlier = read_spend(self._config.output.base_dir) if self._config.budget.scope == "index" else (0.0, 0)
+            self._gateway = Gateway(self._config, use_cache=self._use_cache, prior_spend=earlier)
         return self._gateway
 
     def totals(self, stage: str | None = None) -> dict[str, Any] | None:
         if self._gateway is None or not self._gateway.ledger.records:
             return None
         totals = self._gateway.ledger.totals(stage)
-        return totals if totals["calls"] else None
+        return totals if totals["calls"] or totals["failed_attempts"] else None
 
     def close(self) -> None:
         if self._gateway is not None:
+            write_spend(self._config.output.base_dir, self._gateway.ledger)
             self._gateway.close()
 
 
 @dataclass
 class RunSummary:
-    status: str  # completed | failed | interrupted
+    status: str  # completed | failed | interrupted | unchanged
     stages: dict[str, dict[str, Any]]
     output_dir: Path
     problems: int
     llm: dict[str, Any] | None = None
+    incomplete: list[str] = field(default_factory=list)  # stages with failed items (exit code 4)
 
 
 def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, force: bool = False,
                  from_stage: str | None = None, use_cache: bool = True) -> RunSummary:
+    """Run the stages that are not reusable, holding the output folder's lock. A read-only output folder
+    is fine when nothing has to run."""
     store = OutputStore(config.output.base_dir)
     state_path = store.base_dir / STATE_FILE
     state: dict[str, Any] = read_json(state_path) if state_path.is_file() else {}
@@ -248,7 +254,37 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
     if from_stage is not None and from_stage not in names:
         raise PipelineError(f"--from {from_stage}: not a stage of pipeline '{pipeline.name}' ({', '.join(names)})")
     rerun_from = names.index(from_stage) if from_stage is not None else (0 if force else len(names))
+    lock = OutputLock(store.base_dir)
+    try:
+        lock.acquire()
+    except PermissionError as err:
+        if _all_reusable(pipeline, config, store, state, rerun_from):
+            for stage in pipeline.stages:
+                console.print(f"[dim]= {stage.name}: unchanged since {state[stage.name]['finished']}, skipped[/dim]")
+            return RunSummary(status="unchanged", stages={}, output_dir=store.base_dir, problems=0)
+        raise PipelineError(f"cannot write to the output folder {store.base_dir} ({err.strerror}); make it writable, "
+                            "or set output.base_dir to a folder you can write") from None
+    try:
+        return _run_locked(config, pipeline, console, store, state, rerun_from, use_cache)
+    finally:
+        lock.release()
 
+
+def _all_reusable(pipeline: Pipeline, config: GraphRagConfig, store: OutputStore, state: dict[str, Any],
+                  rerun_from: int) -> bool:
+    digests: dict[str, str] = {}
+    for position, stage in enumerate(pipeline.stages):
+        previous = state.get(stage.name, {})
+        if position >= rerun_from or not _reusable(previous, _fingerprint(stage, config, digests), store, stage,
+                                                   config):
+            return False
+        digests.update(previous["outputs"])
+    return True
+
+
+def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, store: OutputStore,
+                state: dict[str, Any], rerun_from: int, use_cache: bool) -> RunSummary:
+    state_path = store.base_dir / STATE_FILE
     stats: dict[str, Any] = {"pipeline": pipeline.name, "version": __version__, "status": "running",
                              "started": _now(), "stages": {}}
     run_started = time.perf_counter()
@@ -279,6 +315,7 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
                 stats["stages"][stage.name] = stage_stats
                 _print_stage(console, stage.name, stage_stats)
                 _write_stats(store, stats, run_started)
+                _stop_if_mostly_failed(stage.name, result, config)
     except KeyboardInterrupt:
         status = "interrupted"
         raise
@@ -288,6 +325,9 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
         stats["stages"][stopped] = {"status": "stopped by budget", "llm": models.totals(stopped)}
         raise BudgetExceeded(f"{err} during stage {stopped}; the stages before it are complete and its finished "
                              "model calls are cached: raise the budget and run the same command to continue") from None
+    except IndexIncomplete:
+        status = "stopped: too many failures"
+        raise
     except Exception:
         status = "failed"
         raise
@@ -296,9 +336,32 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
         stats["llm"] = models.totals()
         _write_stats(store, stats, run_started)
         models.close()
+    return _summary(status, stats, store)
+
+
+def _summary(status: str, stats: dict[str, Any], store: OutputStore) -> RunSummary:
+    incomplete = [name for name, s in stats["stages"].items() if str(s.get("status", "")).startswith("ran with")]
+    if incomplete:
+        stats["status"] = status = "completed with failures"
+        write_json(store.base_dir / STATS_FILE, stats)
     problems = sum(len(s.get("problems", [])) for s in stats["stages"].values())
     return RunSummary(status=status, stages=stats["stages"], output_dir=store.base_dir, problems=problems,
-                      llm=stats["llm"])
+                      llm=stats["llm"], incomplete=incomplete)
+
+
+def _stop_if_mostly_failed(stage: str, result: StageResult, config: GraphRagConfig) -> None:
+    """More than `extract_graph.max_failed_share` of the text units failed: what follows would be built on
+    a fraction of the corpus (and cost money for it). Stop, keeping what was done."""
+    share = result.details.get("failed_share")
+    limit = config.extract_graph.max_failed_share
+    if share is None or share <= limit:
+        return
+    reasons = Counter(p.split(": ", 2)[-1][:160] for p in result.problems)
+    common = reasons.most_common(1)[0][0] if reasons else "unknown"
+    raise IndexIncomplete(f"{stage}: {share:.0%} of the text units failed, more than "
+                          f"extract_graph.max_failed_share={limit:.0%}, so the run stopped after this stage (its "
+                          f"tables are kept). Most common problem: {common}. Fix the model or its settings and run "
+                          "the same command: only the failed units are sent again")
 
 
 def _run_stage(stage: Stage, config: GraphRagConfig, store: OutputStore, progress: Progress,

@@ -2,10 +2,13 @@
 
 from __future__ import annotations
 
+import fcntl
 import hashlib
 import json
 import os
+import sys
 import tempfile
+import time
 from collections.abc import Iterator
 from contextlib import contextmanager
 from pathlib import Path
@@ -86,3 +89,40 @@ class OutputStore:
 
     def digest(self, name: str) -> str | None:
         return file_digest(self.path(name)) if self.has(name) else None
+
+
+LOCK_FILE = ".graphrag-lite.lock"
+
+
+class OutputLock:
+    """An exclusive lock on an output folder for the length of a run, so two runs never write the same
+    tables (and pay twice for the same calls). The lock file names its holder; the operating system
+    releases the lock when the holder exits, even when it is killed."""
+
+    def __init__(self, folder: Path) -> None:
+        self.path = folder / LOCK_FILE
+        self._handle: Any = None
+
+    def acquire(self) -> None:
+        from graphrag_lite.errors import OutputLocked
+
+        self.path.parent.mkdir(parents=True, exist_ok=True)
+        handle = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 (held open until release)
+        try:
+            fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+        except BlockingIOError:
+            handle.seek(0)
+            holder = handle.read().strip() or "unknown process"
+            handle.close()
+            raise OutputLocked(f"another graphrag-lite run is writing to {self.path.parent} ({holder}); wait for "
+                               "it to finish, or stop it, then run this command again") from None
+        handle.seek(0)
+        handle.truncate()
+        handle.write(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}: {' '.join(sys.argv)[:300]}")
+        handle.flush()
+        self._handle = handle
+
+    def release(self) -> None:
+        if self._handle is not None:
+            self._handle.close()  # closing releases the lock
+            self._handle = None

@@ -152,7 +152,8 @@ def test_an_answer_that_never_parses_is_never_cached(tmp_path):
         raise ParseError("not what was asked")
 
     gateway = make_gateway(tmp_path, max_parse_retries=2)
-    with pytest.raises(LLMCallError, match="no usable answer in 3 tries"):
+    # the same problem twice: a model that answers the same way is not asked a third time
+    with pytest.raises(LLMCallError, match="no usable answer in 2 tries"):
         ask(gateway, ["q"], parse=reject)
     assert gateway.cache is not None and len(gateway.cache) == 0
     assert gateway.ledger.totals()["failures"] == 1
@@ -175,10 +176,12 @@ def test_cache_off_sends_every_call(tmp_path):
     assert STATS.completions == 2
 
 
-def test_cache_key_ignores_key_and_base_url_and_stores_no_secret(tmp_path):
+def test_cache_key_ignores_the_key_but_not_the_endpoint_and_stores_no_secret(tmp_path):
     ask(make_gateway(tmp_path, api_key="sk-secret-one", api_base="http://a.invalid"), ["q"])
+    ask(make_gateway(tmp_path, api_key="sk-secret-two", api_base="http://a.invalid"), ["q"])
+    assert STATS.completions == 1  # another key, same server: the same answer
     ask(make_gateway(tmp_path, api_key="sk-secret-two", api_base="http://b.invalid"), ["q"])
-    assert STATS.completions == 1
+    assert STATS.completions == 2  # another server may serve another model under the same name
     data = b"".join(p.read_bytes() for p in (tmp_path / "cache").iterdir())
     assert b"sk-secret" not in data and b"invalid" not in data
 

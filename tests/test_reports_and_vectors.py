@@ -121,7 +121,8 @@ def test_parent_context_uses_child_reports_when_its_detail_does_not_fit(novella)
     assert context.substituted and "-----Reports-----" in context.text
     largest = max(reports, key=lambda r: (r.size, -r.community))
     assert f"REPORT OF CHILD {largest.community}" in context.text
-    entity_lines = context.text.split("-----Entities-----\n")[1].split("\n\n")[0]
+    entity_lines = context.text.split("-----Entities-----\n")[1].split("\n\n")[0] \
+        if "-----Entities-----" in context.text else ""  # every entity may be covered by child reports
     titles = dict(zip(table(novella, "entities")["id"], table(novella, "entities")["title"], strict=True))
     for entity_id in largest.entity_ids:  # the substituted child's own detail is gone
         assert f"|{titles[entity_id]}|" not in entity_lines
@@ -154,7 +155,7 @@ def test_failed_reports_are_recorded_and_only_they_are_retried(tmp_path):
                 "community_reports:\n  model_id: report_model\n")
     root = make_project(tmp_path, [DATA / "operation-dulce" / "dulce.txt"], settings.replace("SEED", "2"))
     first = index(root)
-    assert first.exit_code == 0, first.output
+    assert first.exit_code == 4, first.output  # reports failed: the run says so in its exit code
     stats = json.loads((root / "output" / "stats.json").read_text())["stages"]["community_reports"]
     reports = table(root, "community_reports")
     failed = reports[reports["status"] != "ok"]

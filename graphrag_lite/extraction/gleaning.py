@@ -1,70 +1,215 @@
-"""Extraction with gleaning: ask, then ask for what was missed, up to `max_gleanings` times.
+"""Extraction of every text unit with gleaning: ask, then ask for what was missed, up to `max_gleanings` times.
 
 After the first answer a follow-up says that many items were missed; before each further follow-up the
 model is asked whether anything remains (Y/N), as in GraphRAG. Every answer is parsed on its own (GraphRAG
 concatenates them with no separator and loses the first gleaned record), and every call goes through the
 gateway, so answers are validated before they are cached.
+
+What a real model may answer, and what happens:
+- records, with or without the completion marker: kept;
+- nothing but the completion marker (or, to a follow-up, `##`, prose or "no more"): no records, which is
+  a valid answer;
+- an empty answer, prose, a refusal or the input text echoed back to the first request: not usable; the
+  model is asked once more, and not again when it answers the same way;
+- an answer cut off in the middle of a record: its complete records are kept when asking again does not
+  help, and the unit is reported as partly extracted;
+- a follow-up (gleaning or the Y/N check) that fails: the records found so far are kept, the failure is
+  reported.
+Entities whose names are not in the text unit are then dropped (grounding.py).
 """
 
 from __future__ import annotations
 
+import asyncio
 from collections.abc import Callable
+from dataclasses import dataclass, field
 
+import pandas as pd
+
+from graphrag_lite.extraction.grounding import Grounding, ground, normalize
 from graphrag_lite.extraction.tuples import ParsedReply
-from graphrag_lite.llm.gateway import Gateway
-from graphrag_lite.llm.structured import ParseError
+from graphrag_lite.llm.gateway import Gateway, LLMCallError
+from graphrag_lite.llm.structured import ParseError, strip_reasoning
+from graphrag_lite.prompts import fill
 
 CONTINUE_GRAPH = ("MANY entities and relationships were missed in the last extraction. Remember to ONLY emit "
                   "entities that match any of the previously extracted types. Add them below using the same format:\n")
 CONTINUE_CLAIMS = ("MANY claims were missed in the last extraction. Add them below using the same format:\n")
 LOOP_CHECK = ("It appears some entities, relationships or claims may have still been missed. Answer Y if there "
               "are still some that need to be added, or N if there are none. Answer with a single letter, Y or N.\n")
+ECHO_SHARE = 0.5  # an answer most of whose word triples come from the input text is an echo
 
 
-def checked(parse: Callable[[str], ParsedReply]) -> Callable[[str], ParsedReply]:
-    """Reject answers that are cut off or carry nothing usable, so the gateway asks again (and never caches
-    them); an answer with usable records and no completion marker is accepted."""
+@dataclass(frozen=True)
+class ExtractionRequest:
+    """What one extraction stage asks of every text unit."""
+
+    stage: str
+    model_id: str
+    template: str  # the prompt, with {input_text} still to fill
+    parse: Callable[[str], ParsedReply]
+    continue_prompt: str
+    max_gleanings: int
+    json_mode: bool = False
+    max_tokens: int | None = None
+    grounded: bool = True
+
+
+@dataclass
+class UnitOutcome:
+    text_unit_id: str
+    parsed: ParsedReply | None  # None: nothing could be extracted from the unit
+    calls: int = 0
+    error: str | None = None
+    partial: list[str] = field(default_factory=list)  # failures that left the unit partly extracted
+    grounding: Grounding = field(default_factory=Grounding)
+
+
+def checked(parse: Callable[[str], ParsedReply], source: str, follow_up: bool) -> Callable[[str], ParsedReply]:
+    """Accept what can be used; reject (so the gateway asks again, and never caches) an empty, cut-off,
+    echoed or record-less answer. To a follow-up, an answer with no records means there is nothing more."""
 
     def parse_checked(text: str) -> ParsedReply:
+        if not strip_reasoning(text).strip():
+            raise ParseError("the answer is empty")
         parsed = parse(text)
         if parsed.truncated:
-            raise ParseError("the answer stops in the middle of a record (it looks cut off); "
-                             "give the complete list and end it with the completion delimiter")
-        usable = parsed.entities or parsed.relationships or parsed.claims
-        if not usable and not parsed.complete and text.strip():
-            raise ParseError("the answer has no records in the required format and no completion delimiter")
-        return parsed
+            raise ParseError("the answer stops in the middle of a record (it looks cut off); give the complete "
+                             "list and end it with the completion delimiter", partial=parsed)
+        if parsed.records or parsed.complete or follow_up:
+            return parsed
+        if echoes(text, source):
+            raise ParseError("the answer repeats the input text; list the records in the required format instead")
+        raise ParseError("the answer has no records in the required format and no completion delimiter")
 
     return parse_checked
 
 
+def echoes(answer: str, source: str) -> bool:
+    words = normalize(answer).split()
+    triples = {tuple(words[i:i + 3]) for i in range(len(words) - 2)}
+    if len(triples) < 10:
+        return False
+    known = normalize(source).split()
+    found = {tuple(known[i:i + 3]) for i in range(len(known) - 2)}
+    return len(triples & found) >= ECHO_SHARE * len(triples)
+
+
 def yes_or_no(text: str) -> bool:
-    answer = text.strip().strip(".*\"'").upper()
+    answer = strip_reasoning(text).strip().strip(".*\"'`").upper()
     if answer[:1] not in ("Y", "N"):
         raise ParseError("answer with a single letter, Y or N")
     return answer.startswith("Y")
 
 
-async def extract_with_gleaning(gateway: Gateway, model_id: str, stage: str, prompt: str, max_gleanings: int,
-                                parse: Callable[[str], ParsedReply], continue_prompt: str,
-                                json_mode: bool = False) -> tuple[ParsedReply, int]:
-    """All records from the first answer and the gleanings, and the number of calls made."""
-    parse_checked = checked(parse)
-    history = [{"role": "user", "content": prompt}]
-    first = await gateway.chat(model_id, history, stage=stage, parse=parse_checked, json_mode=json_mode)
-    result, calls = first.value, 1
+async def extract_with_gleaning(gateway: Gateway, request: ExtractionRequest, text: str) -> UnitOutcome:
+    """All records of one text unit from the first answer and the gleanings. LLMCallError when the first
+    answer is unusable (and nothing of it can be kept)."""
+    history = [{"role": "user", "content": fill(request.template, input_text=text)}]
+    outcome = UnitOutcome("", None, calls=1)
+    try:
+        first = await gateway.chat(request.model_id, history, stage=request.stage, step="extract",
+                                   parse=checked(request.parse, text, follow_up=False), json_mode=request.json_mode,
+                                   max_tokens=request.max_tokens)
+    except LLMCallError as err:
+        if err.partial is None:
+            raise
+        outcome.parsed = err.partial
+        outcome.partial.append(f"answer cut off, its {err.partial.records} complete records kept: {err}")
+        return outcome
+    outcome.parsed = first.value
     history.append({"role": "assistant", "content": first.text})
-    for gleaning in range(max_gleanings):
-        history.append({"role": "user", "content": continue_prompt})
-        more = await gateway.chat(model_id, history, stage=stage, parse=parse_checked, json_mode=json_mode)
-        calls += 1
-        result.extend(more.value)
+    await _glean(gateway, request, text, history, outcome)
+    return outcome
+
+
+async def _glean(gateway: Gateway, request: ExtractionRequest, text: str, history: list[dict[str, str]],
+                 outcome: UnitOutcome) -> None:
+    assert outcome.parsed is not None
+    for gleaning in range(request.max_gleanings):
+        history.append({"role": "user", "content": request.continue_prompt})
+        outcome.calls += 1
+        try:
+            more = await gateway.chat(request.model_id, history, stage=request.stage, step="glean",
+                                      parse=checked(request.parse, text, follow_up=True), json_mode=request.json_mode,
+                                      max_tokens=request.max_tokens)
+        except LLMCallError as err:
+            if err.partial is not None:
+                outcome.parsed.extend(err.partial)
+            outcome.partial.append(f"gleaning {gleaning + 1} failed, the records found before it are kept: {err}")
+            return
+        outcome.parsed.extend(more.value)
         history.append({"role": "assistant", "content": more.text})
-        if gleaning == max_gleanings - 1:
-            break
-        check = await gateway.chat(model_id, [*history, {"role": "user", "content": LOOP_CHECK}], stage=stage,
-                                   parse=yes_or_no)
-        calls += 1
+        if gleaning == request.max_gleanings - 1:
+            return
+        outcome.calls += 1
+        try:
+            check = await gateway.chat(request.model_id, [*history, {"role": "user", "content": LOOP_CHECK}],
+                                       stage=request.stage, step="check", parse=yes_or_no, max_tokens=5)
+        except LLMCallError as err:
+            outcome.partial.append(f"the check for more records failed, gleaning stopped: {err}")
+            return
         if not check.value:
-            break
-    return result, calls
+            return
+
+
+async def extract_units(gateway: Gateway, request: ExtractionRequest, units: pd.DataFrame,
+                        advance: Callable[[], None] | None = None) -> list[UnitOutcome]:
+    """Every text unit, concurrently; a unit that fails is an outcome with its error, never an exception."""
+    async def one(unit_id: str, text: str) -> UnitOutcome:
+        try:
+            outcome = await extract_with_gleaning(gateway, request, text)
+        except LLMCallError as err:
+            outcome = UnitOutcome(unit_id, None, error=str(err))
+        finally:
+            if advance is not None:
+                advance()
+        outcome.text_unit_id = unit_id
+        if outcome.parsed is not None and request.grounded:
+            outcome.grounding = ground(outcome.parsed, text)
+        return outcome
+
+    return list(await asyncio.gather(*(one(u, t) for u, t in zip(units["id"], units["text"], strict=True))))
+
+
+@dataclass
+class OutcomeSummary:
+    """What a stage reports about its units: problems for the terminal and stats.json, figures for details."""
+
+    problems: list[str]
+    details: dict[str, object]
+    line: str
+    complete: bool
+
+
+def summarize_outcomes(outcomes: list[UnitOutcome], units: pd.DataFrame, records: int, what: str
+                       ) -> OutcomeSummary:
+    readable = dict(zip(units["id"], units["human_readable_id"], strict=True))
+    problems, dropped, ungrounded, created = [], [], [], []
+    for outcome in outcomes:
+        unit = f"text unit {readable[outcome.text_unit_id]}"
+        if outcome.parsed is None:
+            problems.append(f"{unit}: extraction failed: {outcome.error}")
+            continue
+        problems += [f"{unit}: {p}" for p in outcome.partial]
+        dropped += [f"{unit}: {d}" for d in outcome.parsed.dropped]
+        ungrounded += [f"{unit}: {d}" for d in outcome.grounding.ungrounded]
+        created += [f"{unit}: {name}" for name in outcome.grounding.created]
+    failed = sum(o.parsed is None for o in outcomes)
+    partly = sum(bool(o.partial) for o in outcomes if o.parsed is not None)
+    total = max(1, len(outcomes))
+    line = f"{len(outcomes) - failed} of {len(outcomes)} text units -> {what}"
+    if failed or partly:
+        line += f"; {failed} text units FAILED ({failed / total:.0%}), {partly} partly extracted"
+    unusable = len(dropped) + len(ungrounded)
+    if unusable:
+        line += (f"; {unusable} records dropped ({unusable / max(1, unusable + records):.0%}: "
+                 f"{len(dropped)} unusable, {len(ungrounded)} not in their text unit)")
+    if created:
+        line += f"; {len(created)} entities added from relationship ends"
+    details = {"text_units": len(outcomes), "failed_text_units": failed, "partly_extracted_text_units": partly,
+               "failed_share": round(failed / total, 4), "dropped_records": dropped, "ungrounded_records": ungrounded,
+               "entities_from_relationship_ends": created,
+               "calls_per_unit": round(sum(o.calls for o in outcomes) / total, 3)}
+    return OutcomeSummary(problems, details, line, complete=not failed and not partly)
+

@@ -1,11 +1,16 @@
-"""Parse GraphRAG's tuple format, correctly where GraphRAG's own parser is not.
+"""Parse GraphRAG's tuple format, correctly where GraphRAG's own parser is not, and tolerantly of how real
+models write it.
 
     ("entity"<|>NAME<|>TYPE<|>DESCRIPTION)##("relationship"<|>SOURCE<|>TARGET<|>DESCRIPTION<|>STRENGTH)<|COMPLETE|>
 
 Records are found by where they start, not only by the `##` separator, so a missing separator, a record per
-line, markdown fences, lowercase tags or stray quotes lose nothing; the closing `)` and `<|COMPLETE|>` are
-removed before fields are read, so the last record keeps its strength and a clean description. Every record
-that cannot be used is kept in `dropped` with the reason, so it is counted, never silently lost.
+line, numbered or bulleted records, fences, bold, `<br>` markup, `<think>` blocks, lowercase tags or stray
+quotes lose nothing; the closing `)` and the completion marker (also as `## COMPLETE|` or `[COMPLETE]`) are
+removed before fields are read, so the last record keeps its strength and a clean description. A record
+that opens with `(` and never closes, when no completion marker follows, means the reply was cut off
+(`truncated`). Every record that cannot be used is kept in `dropped` with the reason, so it is counted,
+never silently lost. A reply with no tuple record that holds the JSON format is read as JSON, and the other
+way round: the records are what matters, not the format the model chose.
 """
 
 from __future__ import annotations
@@ -16,7 +21,7 @@ from dataclasses import dataclass, field
 
 from pydantic import BaseModel
 
-from graphrag_lite.llm.structured import json_parser
+from graphrag_lite.llm.structured import ParseError, json_parser, strip_reasoning
 
 TUPLE_DELIMITER = "<|>"
 RECORD_DELIMITER = "##"
@@ -24,6 +29,12 @@ COMPLETION_DELIMITER = "<|COMPLETE|>"
 CLAIM_STATUSES = ("TRUE", "FALSE", "SUSPECTED")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
 _FENCE = re.compile(r"^\s*```[\w-]*\s*$", re.MULTILINE)
+# the completion marker as models write it: <|COMPLETE|>, ## COMPLETE|, [COMPLETE], <COMPLETE>, a lone line
+_COMPLETION = re.compile(r"<\|\s*complete\s*\|?>?|#{1,3}\s*complete\s*\|?>?|\[complete\]|<complete>"
+                         r"|^\s*complete\s*$", re.IGNORECASE | re.MULTILINE)
+_MARKUP = re.compile(r"<br\s*/?>|</?(?:p|b|i|em|strong|span|div|code)>", re.IGNORECASE)
+_SPACED_DELIMITER = re.compile(r"<\s*\|\s*>")
+_LIST_MARKER = re.compile(r"(?:^|\s)(?:\d{1,3}[.)]|[-*\u2022])\s*$")
 
 
 @dataclass(frozen=True)
@@ -63,17 +74,22 @@ class ParsedReply:
     truncated: bool = False  # no completion delimiter and the last record unusable: the reply was cut off
 
     def extend(self, other: ParsedReply) -> None:
-        self.entities += other.entities
-        self.relationships += other.relationships
-        self.claims += other.claims
+        """Add another reply's records (a gleaning), leaving out exact repeats of records already here."""
+        self.entities += [e for e in dict.fromkeys(other.entities) if e not in set(self.entities)]
+        self.relationships += [r for r in dict.fromkeys(other.relationships) if r not in set(self.relationships)]
+        self.claims += [c for c in dict.fromkeys(other.claims) if c not in set(self.claims)]
         self.dropped += other.dropped
         self.complete = self.complete or other.complete
 
+    @property
+    def records(self) -> int:
+        return len(self.entities) + len(self.relationships) + len(self.claims)
+
 
 def clean_value(value: str) -> str:
-    """Trim whitespace, surrounding quotes and stray markup from one field."""
-    value = value.strip().strip('"').strip("'").strip()
-    value = value.replace(COMPLETION_DELIMITER, "").replace(RECORD_DELIMITER, " ")
+    """Trim whitespace, surrounding quotes, emphasis, table pipes and stray markup from one field."""
+    value = value.replace(COMPLETION_DELIMITER, "").replace(RECORD_DELIMITER, " ").replace("**", "")
+    value = value.strip().strip("|").strip().strip('"').strip("'").strip("`").strip()
     return " ".join(value.split())
 
 
@@ -81,48 +97,85 @@ def clean_name(value: str) -> str:
     return clean_value(value).upper()
 
 
-def _prepare(text: str, tuple_delimiter: str, record_delimiter: str, completion: str) -> tuple[str, bool]:
-    """Remove fences and the completion marker (which also separates records)."""
+def _prepare(text: str, record_delimiter: str) -> tuple[str, bool]:
+    """Remove reasoning blocks, fences and markup; find and remove the completion marker (which also
+    separates records)."""
+    text = strip_reasoning(text)
     text = _FENCE.sub("\n", text)
-    marker = re.compile(re.escape(completion), re.IGNORECASE)
-    complete = bool(marker.search(text))
-    text = marker.sub(record_delimiter, text)
+    text = _MARKUP.sub("\n", text)
+    text = _SPACED_DELIMITER.sub(TUPLE_DELIMITER, text)
+    complete = bool(_COMPLETION.search(text))
+    text = _COMPLETION.sub(record_delimiter, text)
     return text, complete
 
 
-def _strip_record(record: str) -> str:
-    """Drop the separators and the single pair of parentheses around a record."""
-    record = record.strip().strip(",").strip()
-    while record.endswith(RECORD_DELIMITER):
-        record = record[: -len(RECORD_DELIMITER)].rstrip()
+def _strip_record(record: str) -> tuple[str, bool]:
+    """A record without separators, list markers and its pair of parentheses; and whether it was closed."""
+    record = record.strip()
+    while True:  # trailing separators and the next record's list marker ("2.", "-") belong to no field
+        before = record
+        record = record.rstrip(",;").strip()
+        while record.endswith(RECORD_DELIMITER):
+            record = record[: -len(RECORD_DELIMITER)].rstrip()
+        record = _LIST_MARKER.sub("", record).rstrip()
+        if record == before:
+            break
+    closed = record.endswith(")")
     if record.startswith("("):
         record = record[1:]
-    if record.endswith(")") and record.count(")") > record.count("("):
+    if closed and record.count(")") > record.count("("):
         record = record[:-1]
-    return record.strip()
+    return record.strip(), closed
+
+
+def _delimiter(text: str, tuple_delimiter: str) -> str:
+    """The field delimiter the model used: the one asked for, or `|` when it wrote records with that."""
+    if tuple_delimiter in text:
+        return tuple_delimiter
+    if re.search(r"[\"'(|]\s*(?:entity|relationship)\s*[\"']?\s*\|", text, re.IGNORECASE):
+        return "|"
+    return tuple_delimiter
 
 
 def parse_graph_reply(text: str, tuple_delimiter: str = TUPLE_DELIMITER, record_delimiter: str = RECORD_DELIMITER,
                       completion: str = COMPLETION_DELIMITER) -> ParsedReply:
-    text, complete = _prepare(text, tuple_delimiter, record_delimiter, completion)
-    starts = re.compile(r"\(?\s*[\"']?(entity|relationship)[\"']?\s*" + re.escape(tuple_delimiter), re.IGNORECASE)
+    text, complete = _prepare(text, record_delimiter)
+    delimiter = _delimiter(text, tuple_delimiter)
+    starts = re.compile(r"\(?\s*[\"'*]*\s*(entity|relationship)\s*[\"'*]*\s*" + re.escape(delimiter), re.IGNORECASE)
     matches = list(starts.finditer(text))
+    if not matches and "{" in text:  # the JSON format where tuples were asked
+        try:
+            return parse_graph_json(text)
+        except ParseError:
+            pass
     parsed = ParsedReply(complete=complete)
-    leading = _strip_record(text[: matches[0].start()] if matches else text)
-    if tuple_delimiter in leading:  # looks like a record whose tag was lost; prose before records is fine
+    leading, _ = _strip_record(text[: matches[0].start()] if matches else text)
+    if delimiter in leading:  # looks like a record whose tag was lost; prose before records is fine
         parsed.dropped.append(f"record without an entity/relationship tag: {leading[:200]}")
-    for match, following in zip(matches, [*matches[1:], None], strict=True):
-        end = following.start() if following else len(text)
-        record = _strip_record(text[match.start():end])
-        fields = [f for f in record.split(tuple_delimiter)]
-        kind = match.group(1).lower()
-        dropped_before = len(parsed.dropped)
-        if kind == "entity":
-            _add_entity(parsed, fields, record)
-        else:
-            _add_relationship(parsed, fields, record)
-        parsed.truncated = not complete and len(parsed.dropped) > dropped_before
+    ends = [m.start() for m in matches[1:]] + [len(text)]
+    for match, end in zip(matches, ends, strict=True):
+        _read_record(parsed, match.group(1).lower(), text[match.start():end], delimiter)
     return parsed
+
+
+def _read_record(parsed: ParsedReply, kind: str, raw: str, delimiter: str) -> None:
+    """Add one record, or count it as dropped. Reading them in order, `truncated` ends up describing the
+    last one: it opened with `(` and never closed, or lost fields, and no completion marker came."""
+    record, closed = _strip_record(raw)
+    fields = record.split(delimiter)
+    dropped_before = len(parsed.dropped)
+    if kind == "entity":
+        _add_entity(parsed, fields, record)
+    else:
+        _add_relationship(parsed, fields, record)
+    added = len(parsed.dropped) == dropped_before
+    parsed.truncated = not parsed.complete and ((raw.lstrip().startswith("(") and not closed) or len(fields) < 4)
+    if parsed.truncated and added:  # a cut-off record may have lost words of its last field: not kept
+        if kind == "entity":
+            parsed.entities.pop()
+        else:
+            parsed.relationships.pop()
+        parsed.dropped.append(f"{kind} cut off: {record[:200]}")
 
 
 def _add_entity(parsed: ParsedReply, fields: list[str], record: str) -> None:
@@ -137,6 +190,15 @@ def _add_entity(parsed: ParsedReply, fields: list[str], record: str) -> None:
     parsed.entities.append(EntityRecord(name=name, type=kind, description=description))
 
 
+def _strength(value: str) -> float | None:
+    """A strength as models write it: `8`, `8.5`, `| 9 |`, `strength: 7`, `9/10`."""
+    cleaned = clean_value(value)
+    if len(cleaned) > 14:
+        return None
+    number = _NUMBER.search(cleaned)
+    return float(number.group(0)) if number else None
+
+
 def _add_relationship(parsed: ParsedReply, fields: list[str], record: str) -> None:
     if len(fields) < 4:
         parsed.dropped.append(f"relationship with {len(fields) - 1} of 4 fields: {record[:200]}")
@@ -144,11 +206,10 @@ def _add_relationship(parsed: ParsedReply, fields: list[str], record: str) -> No
     source, target = clean_name(fields[1]), clean_name(fields[2])
     strength = 1.0  # GraphRAG's default when a model leaves the strength out
     description_fields = fields[3:]
-    if len(fields) >= 5:
-        number = _NUMBER.fullmatch(clean_value(fields[-1]))
-        if number:
-            strength = float(number.group(0))
-            description_fields = fields[3:-1]
+    found = _strength(fields[-1]) if len(fields) >= 5 or _NUMBER.fullmatch(clean_value(fields[-1])) else None
+    if found is not None:
+        strength = found
+        description_fields = fields[3:-1]
     description = clean_value(" ".join(description_fields))
     if not source or not target:
         parsed.dropped.append(f"relationship without both ends: {record[:200]}")
@@ -173,18 +234,23 @@ class _JsonRelationship(BaseModel):
 
 
 class _JsonGraph(BaseModel):
-    entities: list[_JsonEntity] = []
-    relationships: list[_JsonRelationship] = []
+    entities: list[_JsonEntity] | None = None
+    relationships: list[_JsonRelationship] | None = None
 
 
 def parse_graph_json(text: str) -> ParsedReply:
-    """The JSON extraction format, validated, as the same records (and the same counted drops)."""
+    """The JSON extraction format, validated, as the same records (and the same counted drops). An object
+    without `entities` or `relationships` is not an empty graph; a reply holding tuples is read as tuples."""
+    if "{" not in text and re.search(r"[\"'(]\s*entity\s*[\"']?\s*<\|>", text, re.IGNORECASE):
+        return parse_graph_reply(text)
     graph = json_parser(_JsonGraph)(text)
+    if graph.entities is None and graph.relationships is None:
+        raise ParseError('the JSON object has neither "entities" nor "relationships"')
     parsed = ParsedReply(complete=True)
-    for e in graph.entities:
+    for e in graph.entities or []:
         fields = ["entity", e.name, e.type, e.description]
         _add_entity(parsed, fields, json.dumps(e.model_dump()))
-    for r in graph.relationships:
+    for r in graph.relationships or []:
         fields = ["relationship", r.source, r.target, r.description, str(r.strength)]
         _add_relationship(parsed, fields, json.dumps(r.model_dump()))
     return parsed
@@ -192,31 +258,38 @@ def parse_graph_json(text: str) -> ParsedReply:
 
 def parse_claims_reply(text: str, tuple_delimiter: str = TUPLE_DELIMITER, record_delimiter: str = RECORD_DELIMITER,
                        completion: str = COMPLETION_DELIMITER) -> ParsedReply:
-    text, complete = _prepare(text, tuple_delimiter, record_delimiter, completion)
+    text, complete = _prepare(text, record_delimiter)
     parsed = ParsedReply(complete=complete)
-    pieces = re.split(re.escape(record_delimiter) + r"|\)\s*\n\s*\(", text)
-    for piece in pieces:
-        record = _strip_record(piece)
-        if not record:
-            continue
+    pieces = [p for p in re.split(re.escape(record_delimiter) + r"|\)\s*\n\s*(?:\d{1,3}[.)]\s*|[-*]\s*)?\(", text)
+              if p.strip()]
+    for position, piece in enumerate(pieces):
+        record, closed = _strip_record(piece)
+        if not record or tuple_delimiter not in record:
+            continue  # prose around the records
         fields = record.split(tuple_delimiter)
-        if len(fields) < 7:
+        if len(fields) < 7 or (position == len(pieces) - 1 and not complete and piece.lstrip().startswith("(")
+                               and not closed):
             parsed.dropped.append(f"claim with {len(fields)} of 8 fields: {record[:200]}")
+            parsed.truncated = not complete and position == len(pieces) - 1
             continue
-        subject = clean_name(fields[0])
-        description = clean_value(fields[6])
-        if subject in ("", "NONE") or not description:
-            parsed.dropped.append(f"claim without a subject or description: {record[:200]}")
-            continue
-        status = clean_name(fields[3])
-        parsed.claims.append(ClaimRecord(
-            subject=subject,
-            object=clean_name(fields[1]) or "NONE",
-            type=clean_name(fields[2]) or "NONE",
-            status=status if status in CLAIM_STATUSES else "SUSPECTED",
-            start_date=clean_value(fields[4]) or "NONE",
-            end_date=clean_value(fields[5]) or "NONE",
-            description=description,
-            source_text=clean_value(" ".join(fields[7:])),
-        ))
+        _add_claim(parsed, fields, record)
     return parsed
+
+
+def _add_claim(parsed: ParsedReply, fields: list[str], record: str) -> None:
+    subject = clean_name(fields[0])
+    description = clean_value(fields[6])
+    if subject in ("", "NONE") or not description:
+        parsed.dropped.append(f"claim without a subject or description: {record[:200]}")
+        return
+    status = clean_name(fields[3])
+    parsed.claims.append(ClaimRecord(
+        subject=subject,
+        object=clean_name(fields[1]) or "NONE",
+        type=clean_name(fields[2]) or "NONE",
+        status=status if status in CLAIM_STATUSES else "SUSPECTED",
+        start_date=clean_value(fields[4]) or "NONE",
+        end_date=clean_value(fields[5]) or "NONE",
+        description=description,
+        source_text=clean_value(" ".join(fields[7:])),
+    ))

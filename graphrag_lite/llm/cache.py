@@ -1,9 +1,9 @@
 """A persistent, content-addressed cache of validated model answers (SQLite in WAL mode).
 
 Only answers that passed the caller's parser are stored, so a malformed answer is never replayed. The key
-is a hash of the model string, the messages, the response format and the call arguments; never the API key
-or the base URL. WAL mode and a busy timeout make it safe for several processes writing at once, and a
-crash loses at most the answer being written.
+is a hash of the model string, the endpoint (base URL and API version), the messages, the response format
+and the call arguments; never the API key. WAL mode and a busy timeout make it safe for several processes
+writing at once, and a crash loses at most the answer being written.
 """
 
 from __future__ import annotations
@@ -25,8 +25,10 @@ CREATE TABLE IF NOT EXISTS answers (
 """
 
 
-def cache_key(kind: str, model: str, payload: Any, call_args: dict[str, Any]) -> str:
-    data = json.dumps({"kind": kind, "model": model, "payload": payload, "args": call_args},
+def cache_key(kind: str, model: str, payload: Any, call_args: dict[str, Any], endpoint: str = "") -> str:
+    """A hash of what determines an answer. The endpoint (base URL, API version) is part of it: two servers
+    may serve different models, or vectors of different dimensions, under one name."""
+    data = json.dumps({"kind": kind, "model": model, "payload": payload, "args": call_args, "endpoint": endpoint},
                       sort_keys=True, ensure_ascii=False, default=str)
     return hashlib.sha256(data.encode("utf-8")).hexdigest()
 

@@ -16,14 +16,16 @@ gateway's timeout. A follow-up that asks to correct an unusable answer is always
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import json
 import math
 import random
 import re
 import time
-from collections.abc import AsyncIterator, Callable
+from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
+from pathlib import Path
 from typing import Any
 from urllib.parse import parse_qsl
 
@@ -33,6 +35,7 @@ from litellm import CustomLLM
 from litellm.types.llms.openai import ChatCompletionUsageBlock
 from litellm.types.utils import EmbeddingResponse, GenericStreamingChunk, ModelResponse, Usage
 
+from graphrag_lite.llm.gateway import CALL_STEP
 from graphrag_lite.tokens import count_tokens
 
 TUPLE, RECORD, COMPLETE = "<|>", "##", "<|COMPLETE|>"
@@ -54,6 +57,7 @@ class FakeStats:
 
     completions: int = 0
     embeddings: int = 0
+    streams: int = 0
     in_flight: int = 0
     peak_in_flight: int = 0
     started: list[float] = field(default_factory=list)
@@ -81,6 +85,11 @@ class Options:
     auth: float = 0.0
     dim: int = 128
     seed: int = 0
+    structured: int = 0  # 1: declares structured (JSON) output support
+    piece_latency: float = 0.0  # seconds between the pieces of a streamed answer
+    stall: float = 0.0  # every other streamed answer falls silent this long after its first piece
+    capacity: int = 0  # calls served at once; more in flight are refused with 429 (0: no limit)
+    replies: str = ""  # a YAML file of scripted replies (see Script)
 
     @staticmethod
     def parse(model: str) -> Options:
@@ -88,7 +97,7 @@ class Options:
         values: dict[str, Any] = {}
         for key, raw in parse_qsl(query):
             kind = Options.__dataclass_fields__[key].type  # KeyError names an unknown option
-            values[key] = int(raw) if kind == "int" else float(raw)
+            values[key] = raw if kind == "str" else int(raw) if kind == "int" else float(raw)
         return Options(name=name, key=model, **values)
 
 
@@ -109,17 +118,22 @@ class FakeLLM(CustomLLM):
         STATS.in_flight += 1
         STATS.peak_in_flight = max(STATS.peak_in_flight, STATS.in_flight)
         try:
+            if options.capacity and STATS.in_flight > options.capacity:
+                await asyncio.sleep(0.01)  # a refusal is quick, not instant
+                raise _rate_limited(model, retry_after=None)
             if options.latency:
                 await asyncio.sleep(options.latency * (1 + options.jitter * (2 * self._draw(options) - 1)))
-            correcting = _is_correction(messages)
-            if not correcting:
+            text, finish = self._reply(options, model, messages)
+            if not _is_correction(messages):
                 await self._inject_fault(options, model)
-            text = answer(messages)
-            text = text if correcting else self._damage(options, text)
         finally:
             STATS.in_flight -= 1
+        max_tokens = (kwargs.get("optional_params") or {}).get("max_tokens")
+        if max_tokens and count_tokens(text, "o200k_base") > max_tokens:  # cut where a real model stops
+            text, finish = _first_tokens(text, int(max_tokens)), "length"
         response: ModelResponse = kwargs.get("model_response") or ModelResponse()
         response.choices[0].message.content = text
+        response.choices[0].finish_reason = finish  # type: ignore[assignment]
         prompt_tokens = sum(count_tokens(str(m.get("content", "")), "o200k_base") for m in messages)
         completion_tokens = count_tokens(text, "o200k_base")
         response.usage = Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,  # type: ignore[attr-defined]
@@ -127,17 +141,35 @@ class FakeLLM(CustomLLM):
         response.model = options.name
         return response
 
+    def _reply(self, options: Options, model: str, messages: list) -> tuple[str, str]:
+        """A scripted reply for this stage if there is one, else the computed answer (damaged as asked)."""
+        stage, step = CALL_STEP.get()
+        scripted = current_script(options).next(stage, step)
+        if scripted is not None:
+            return scripted
+        if _is_correction(messages):  # a follow-up asking to correct an unusable answer is answered well
+            return answer(_without_corrections(messages)), "stop"
+        return self._damage(options, answer(messages))
+
     async def astreaming(self, model: str, messages: list, *args: Any, **kwargs: Any  # type: ignore[override]
                          ) -> AsyncIterator[GenericStreamingChunk]:
-        """The same answer as acompletion, a word at a time."""
+        """The same answer as acompletion, a word at a time (`piece_latency` apart; every other stream
+        falls silent for `stall` seconds after its first word)."""
+        options = Options.parse(model)
         response = await self.acompletion(model, messages, *args, **kwargs)
         text = str(response.choices[0].message.content)
         words = re.findall(r"\S+\s*", text) or [""]
         usage = response.usage  # type: ignore[attr-defined]
+        STATS.streams += 1
         for i, word in enumerate(words):
             last = i == len(words) - 1
+            if i and options.piece_latency:
+                await asyncio.sleep(options.piece_latency)
+            if i == 1 and options.stall and STATS.streams % 2:
+                await asyncio.sleep(options.stall)
             yield GenericStreamingChunk(
-                text=word, is_finished=last, finish_reason="stop" if last else "", index=0, tool_use=None,
+                text=word, is_finished=last, finish_reason=str(response.choices[0].finish_reason) if last else "",
+                index=0, tool_use=None,
                 usage=ChatCompletionUsageBlock(prompt_tokens=usage.prompt_tokens,
                                                completion_tokens=usage.completion_tokens,
                                                total_tokens=usage.total_tokens) if last else None)
@@ -167,25 +199,103 @@ class FakeLLM(CustomLLM):
         return generator.random()
 
     async def _inject_fault(self, options: Options, model: str) -> None:
-        request = httpx.Request("POST", "http://fake.invalid/v1/chat/completions")
         if options.auth and self._draw(options) < options.auth:
             raise litellm.AuthenticationError("invalid api key", llm_provider="fake", model=model)
         if options.rate_limit and self._draw(options) < options.rate_limit:
-            response = httpx.Response(429, headers={"retry-after": str(options.retry_after)}, request=request)
-            raise litellm.RateLimitError("rate limited", llm_provider="fake", model=model, response=response)
+            raise _rate_limited(model, options.retry_after)
         if options.server_error and self._draw(options) < options.server_error:
             raise litellm.InternalServerError("fake server error", llm_provider="fake", model=model)
         if options.timeout and self._draw(options) < options.timeout:
             await asyncio.sleep(3600)  # the gateway's timeout fires first
 
-    def _damage(self, options: Options, text: str) -> str:
+    def _damage(self, options: Options, text: str) -> tuple[str, str]:
         if options.malformed and self._draw(options) < options.malformed:
-            return text[: len(text) // 3].replace("}", "").replace(COMPLETE, "") or "I cannot answer that."
+            return text[: len(text) // 3].replace("}", "").replace(COMPLETE, "") or "I cannot answer that.", "stop"
         if options.truncate and self._draw(options) < options.truncate:
-            return text[: len(text) // 2]
+            return text[: len(text) // 2], "length"
         if options.fenced and self._draw(options) < options.fenced and text.lstrip().startswith("{"):
-            return f"Here is the answer you asked for:\n```json\n{text}\n```\nLet me know if you need more."
-        return text
+            return f"Here is the answer you asked for:\n```json\n{text}\n```\nLet me know if you need more.", "stop"
+        return text, "stop"
+
+
+def _rate_limited(model: str, retry_after: float | None) -> Exception:
+    request = httpx.Request("POST", "http://fake.invalid/v1/chat/completions")
+    headers = {"retry-after": str(retry_after)} if retry_after is not None else {}
+    response = httpx.Response(429, headers=headers, request=request)
+    return litellm.RateLimitError("rate limited", llm_provider="fake", model=model, response=response)
+
+
+def _first_tokens(text: str, limit: int) -> str:
+    from graphrag_lite.tokens import get_encoding
+
+    encoding = get_encoding("o200k_base")
+    return encoding.decode(encoding.encode_ordinary(text)[:limit])
+
+
+def _without_corrections(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
+    """The conversation as it was before the unusable answer and the request to correct it."""
+    while _is_correction(messages):
+        messages = messages[:-2]
+    return messages
+
+
+class Script:
+    """Scripted replies by the stage (and step) the gateway names: a test says exactly what the model
+    answers, in the styles real models answer, instead of what the fake computes.
+
+        extract_graph.extract: [first reply, second reply]   # stage.step, or just the stage
+        community_reports: "one reply for every call"
+        summarize_descriptions: [{content: "...", finish_reason: length}]
+
+    Replies of a key are given in order; the last one repeats (a model that answers the same way). Steps:
+    extract, glean and check (extraction stages), answer (queries), embed. Calls with no script entry get
+    the computed answer."""
+
+    def __init__(self, replies: dict[str, Any] | None = None) -> None:
+        self.replies = {k: v if isinstance(v, list) else [v] for k, v in (replies or {}).items()}
+        self.served: dict[str, int] = {}
+
+    def next(self, stage: str, step: str) -> tuple[str, str] | None:
+        key = next((k for k in (f"{stage}.{step}", stage) if k in self.replies), None)
+        if key is None:
+            return None
+        position = self.served.get(key, 0)
+        self.served[key] = position + 1
+        reply = self.replies[key][min(position, len(self.replies[key]) - 1)]
+        if isinstance(reply, dict):
+            return str(reply.get("content", "")), str(reply.get("finish_reason", "stop"))
+        return str(reply), "stop"
+
+
+SCRIPTS: dict[str, Script] = {"": Script()}  # by replies file; "" is the one `scripted` sets from Python
+
+
+def current_script(options: Options) -> Script:
+    if options.replies not in SCRIPTS:
+        import yaml
+
+        text = Path(options.replies).read_text(encoding="utf-8")
+        SCRIPTS[options.replies] = Script(yaml.safe_load(text) or {})
+    return SCRIPTS[options.replies]
+
+
+@contextlib.contextmanager
+def scripted(replies: dict[str, Any]) -> Iterator[Script]:
+    """Answer with these replies (for models without a `replies=` file) while the block runs."""
+    script = Script(replies)
+    SCRIPTS[""] = script
+    try:
+        yield script
+    finally:
+        SCRIPTS[""] = Script()
+
+
+def supported_params(model: str) -> set[str]:
+    """What the fake declares it takes (LiteLLM answers OpenAI's full list for any custom provider):
+    structured JSON output only with `?structured=1`, so `extract_graph.format: auto` picks tuples for it
+    unless a test asks otherwise."""
+    params = {"temperature", "max_tokens", "stream"}
+    return params | {"response_format"} if Options.parse(model).structured else params
 
 
 def register_fake_provider(models: list[str] = ()) -> None:  # type: ignore[assignment]
@@ -331,7 +441,9 @@ def _records_for(names: list[str], found: dict[str, tuple[str, str]]) -> list[st
             for b in inside[i + 1:]:
                 if a in chosen or b in chosen:
                     pairs.setdefault((a, b), []).append(sentence)
-    for (a, b), where in pairs.items():
+    # like a model, name the strongest few relationships of each entity, not every pair in the text
+    ranked = sorted(pairs.items(), key=lambda item: -len(item[1]))[: 3 * len(names)]
+    for (a, b), where in sorted(ranked, key=lambda item: list(pairs).index(item[0])):
         records.append(f'("relationship"{TUPLE}{a}{TUPLE}{b}{TUPLE}{a.title()} and {b.title()} are mentioned '
                        f'together: {_clip(where[0])}{TUPLE}{min(10, 2 + 2 * len(where))})')
     return records
@@ -419,10 +531,11 @@ def community_report(first: str, last: str, prior: list[str]) -> str:
                  "explanation": f"{row[3] if len(row) > 3 else ''} [Data: Relationships ({row[0]})]"}
                 for row in relationships[:5] if len(row) > 2]
     findings += [{"summary": row[1], "explanation": f"{row[2] if len(row) > 2 else ''} [Data: Entities ({row[0]})]"}
-                 for row in entities[: max(0, 3 - len(findings))] if len(row) > 1]
+                 for row in entities[:10] if len(row) > 1]
     report = {
         "title": " and ".join(names[:2]) + (" community" if len(names) > 2 else ""),
-        "summary": f"This community centres on {', '.join(names)}, with {len(entities)} entities and "
+        "summary": f"This community centres on {', '.join(names)}, with {len(entities)} entities ("
+                   f"{', '.join(row[1] for row in entities[:12] if len(row) > 1)}) and "
                    f"{len(relationships)} relationships.",
         "rating": min(10.0, round(1 + len(entities) / 2 + len(relationships) / 4, 1)),
         "rating_explanation": "Rated by the number of entities and relationships in the community.",
@@ -432,7 +545,8 @@ def community_report(first: str, last: str, prior: list[str]) -> str:
 
 
 def _words(text: str) -> set[str]:
-    return {w for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in STOPWORDS and len(w) > 2}
+    """Content words, cut to 7 letters so that word forms match ("conflicting" answers "conflict")."""
+    return {w[:7] for w in re.findall(r"[a-z0-9]+", text.lower()) if w not in STOPWORDS and len(w) > 2}
 
 
 def _question(first: str, last: str) -> str:
@@ -442,7 +556,8 @@ def _question(first: str, last: str) -> str:
 def map_points(first: str, last: str, prior: list[str]) -> str:
     question = _words(_question(first, last))
     points = []
-    for line in first.splitlines():
+    rows = re.split(r"\n(?=\d+\|)", first)  # a report's content may span lines: a row starts with its id
+    for line in rows[1:]:
         shared = question & _words(line)
         if shared and "|" in line:
             ident = line.split("|", 1)[0].strip()

@@ -14,16 +14,19 @@ than the context window) raise LLMConfigurationError and stop the run with the f
 from __future__ import annotations
 
 import asyncio
+import contextvars
+import ipaddress
 import random
 import time
 from collections.abc import AsyncIterator, Callable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
+from urllib.parse import urlparse
 
 from graphrag_lite.config import GraphRagConfig, ModelConfig
 from graphrag_lite.errors import GraphragLiteError
 from graphrag_lite.llm.cache import AnswerCache, cache_key
-from graphrag_lite.llm.ledger import CallRecord, Ledger
+from graphrag_lite.llm.ledger import BudgetExceeded, CallRecord, Ledger
 from graphrag_lite.llm.limits import ModelLimiter
 from graphrag_lite.llm.structured import ParseError
 from graphrag_lite.tokens import count_tokens
@@ -33,18 +36,32 @@ Messages = list[dict[str, str]]
 TOKEN_ENCODING = "o200k_base"  # for estimates before sending; the provider's count is reconciled after
 UNREACHABLE_AFTER = 3  # connection failures before a model that never answered is declared unreachable
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
+SAME_ERROR_STOPS_AFTER = 3  # identical non-retryable errors, before any answer, that stop the run
+LOCAL_PROVIDERS = {"ollama", "ollama_chat", "lm_studio", "llamafile", "hosted_vllm", "vllm", "xinference"}
+CUT_OFF = "the answer was cut off at the length limit (max_tokens); give a complete, shorter answer"
 CORRECTION = ("Your previous answer could not be used: {error}. Answer again, in exactly the format the "
               "first message asked for, with nothing before or after it.")
 
 
 class LLMCallError(GraphragLiteError):
-    """One call failed after its retries; the caller counts it and goes on."""
+    """One call failed after its retries; the caller counts it and goes on. `partial` holds what could be
+    used of an answer that was cut off (complete records before the cut), or None."""
+
+    def __init__(self, message: str, partial: Any = None) -> None:
+        super().__init__(message)
+        self.partial = partial
 
 
 class LLMConfigurationError(GraphragLiteError):
     """A call can never succeed as configured (authentication, unknown model, context window)."""
 
     exit_code = 2
+
+
+# The stage and step of the call in progress, for providers that answer by stage (the fake's scripted
+# replies); a context variable, so concurrent calls each see their own.
+CALL_STEP: contextvars.ContextVar[tuple[str, str]] = contextvars.ContextVar("graphrag_lite_call_step",
+                                                                            default=("", ""))
 
 
 @dataclass
@@ -61,85 +78,132 @@ class _Answer:
     completion_tokens: int
     cost_usd: float | None
     retries: int
+    finish_reason: str | None = None
 
     def plus(self, other: _Answer) -> _Answer:
         """Totals over the attempts of one call; the text is the latest answer's."""
         priced = self.cost_usd is not None or other.cost_usd is not None
         cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0) if priced else None
         return _Answer(other.text, self.prompt_tokens + other.prompt_tokens,
-                       self.completion_tokens + other.completion_tokens, cost, self.retries + other.retries)
+                       self.completion_tokens + other.completion_tokens, cost, self.retries + other.retries,
+                       other.finish_reason)
 
 
 class Gateway:
-    def __init__(self, config: GraphRagConfig, use_cache: bool = True) -> None:
+    def __init__(self, config: GraphRagConfig, use_cache: bool = True, prior_spend: tuple[float, int] = (0.0, 0)
+                 ) -> None:
         self.models = config.models
         self.cache = AnswerCache(config.cache.base_dir) if use_cache and config.cache.enabled else None
-        self.ledger = Ledger(config.budget.max_cost_usd, config.budget.max_tokens)
+        self.ledger = Ledger(config.budget.max_cost_usd, config.budget.max_tokens, prior_spend)
         self._limiters: dict[tuple[str, int], ModelLimiter] = {}
         self._answered: set[str] = set()  # models that answered at least once in this run
         self._supported: dict[str, set[str]] = {}  # OpenAI parameters LiteLLM supports, per model string
         self._unreachable: dict[str, int] = {}  # connection failures of models that never answered
+        self._early_errors: dict[str, list[str]] = {}  # errors of models that never answered
         self._litellm = load_litellm(self.models.values())
 
     # ------------------------------------------------------------ chat
 
-    async def chat(self, model_id: str, messages: Messages, *, stage: str,
-                   parse: Callable[[str], T] | None = None, json_mode: bool = False) -> ChatResult[T]:
+    async def chat(self, model_id: str, messages: Messages, *, stage: str, parse: Callable[[str], T] | None = None,
+                   json_mode: bool = False, max_tokens: int | None = None, step: str = "") -> ChatResult[T]:
+        """A parsed answer. `max_tokens` caps the answer's length; an answer cut off there is handled like
+        any other that cannot be used (the parser's partial result survives in LLMCallError.partial)."""
         model = self._model(model_id)
-        args = self._call_args(model, json_mode)
-        parser: Callable[[str], Any] = parse or (lambda text: text)
-        key = cache_key("chat", model.model, messages, args)
-        cached = self.cache.get(key) if self.cache is not None else None
+        args = self._call_args(model, json_mode, max_tokens)
+        parser: Callable[[str], Any] = parse or _any_text
+        key = self._key("chat", model, messages, args)
+        CALL_STEP.set((stage, step))
+        cached = self._cached_answer(key, parser)
         if cached is not None:
-            try:
-                value = parser(cached["text"])
-            except ParseError:  # stored by an older parser that accepted more; ask the model again
-                assert self.cache is not None
-                self.cache.delete(key)
-            else:
-                self._record(stage, model_id, "chat", _Answer(cached["text"], 0, 0, 0.0, 0), None, 0, ok=True)
-                return ChatResult(value=value, text=cached["text"], cached=True)
-
+            self._record(stage, model_id, "chat", _Answer(cached.text, 0, 0, 0.0, 0), None, 0, ok=True)
+            return cached
         conversation = list(messages)
         started = time.perf_counter()
         spent = _Answer("", 0, 0, None, 0)
-        last_error: Exception | None = None
+        problems: list[str] = []
+        partial: Any = None
         for parse_attempt in range(model.max_parse_retries + 1):
             try:
                 answer = await self._send_chat(model_id, model, conversation, args, stage)
-            except LLMCallError:
+            except LLMCallError as err:
                 self._record(stage, model_id, "chat", spent, started, parse_attempt, ok=False)
-                raise
+                raise LLMCallError(str(err), partial) from None
             spent = spent.plus(answer)
             try:
-                value = parser(answer.text)
+                value = _parse(parser, answer)
             except ParseError as err:
+                partial = err.partial if err.partial is not None else partial
+                problems.append(str(err))
+                if problems[-2:-1] == problems[-1:]:  # the same failure twice: asking again will not help
+                    break
                 conversation += [{"role": "assistant", "content": answer.text},
                                  {"role": "user", "content": CORRECTION.format(error=err)}]
-                last_error = err
                 continue
             self._record(stage, model_id, "chat", spent, started, parse_attempt, ok=True)
             if self.cache is not None:
                 self.cache.put(key, "chat", {"text": answer.text})
             return ChatResult(value=value, text=answer.text, cached=False)
-        self._record(stage, model_id, "chat", spent, started, model.max_parse_retries, ok=False)
-        raise LLMCallError(f"model '{model_id}' gave no usable answer in {model.max_parse_retries + 1} tries "
-                           f"(last problem: {last_error})")
+        self._record(stage, model_id, "chat", spent, started, len(problems) - 1, ok=False)
+        raise LLMCallError(f"model '{model_id}' gave no usable answer in {len(problems)} tries "
+                           f"(last problem: {problems[-1]})", partial)
+
+    def _cached_answer(self, key: str, parser: Callable[[str], Any]) -> ChatResult[Any] | None:
+        cached = self.cache.get(key) if self.cache is not None else None
+        if cached is None:
+            return None
+        try:
+            value = parser(cached["text"])
+        except Exception:  # stored by an older parser that accepted more; ask the model again
+            assert self.cache is not None
+            self.cache.delete(key)
+            return None
+        return ChatResult(value=value, text=cached["text"], cached=True)
 
     async def _send_chat(self, model_id: str, model: ModelConfig, messages: Messages, args: dict[str, Any],
                          stage: str) -> _Answer:
         estimate = sum(count_tokens(m["content"], TOKEN_ENCODING) + 4 for m in messages)
+        streamed = self._streams(model)
 
-        async def call() -> Any:
-            return await self._litellm.acompletion(model=model.model, messages=messages, **self._connection(model),
-                                                   **args)
+        async def call() -> _Answer:
+            if streamed:
+                return await self._read_stream(model, messages, args, estimate)
+            response = await self._litellm.acompletion(model=model.model, messages=messages,
+                                                       **self._connection(model), **args)
+            usage = getattr(response, "usage", None)
+            choice = response.choices[0]
+            return _Answer(choice.message.content or "", int(getattr(usage, "prompt_tokens", 0) or estimate),
+                           int(getattr(usage, "completion_tokens", 0) or 0), self._cost(response), 0,
+                           getattr(choice, "finish_reason", None))
 
-        response, retries = await self._with_retries(model_id, model, estimate, call, stage)
-        usage = getattr(response, "usage", None)
+        answer, retries = await self._with_retries(model_id, model, estimate, call, stage, streamed,
+                                                   completion=args.get("max_tokens"))
+        answer.retries = retries
+        return answer
+
+    async def _read_stream(self, model: ModelConfig, messages: Messages, args: dict[str, Any],
+                           estimate: int) -> _Answer:
+        """A streamed answer, abandoned (TimeoutError, retried) when no piece comes for `timeout` seconds:
+        a slow local model may take minutes for a long answer, but a silent one has stalled."""
+        response = await asyncio.wait_for(self._litellm.acompletion(
+            model=model.model, messages=messages, stream=True, **self._connection(model), **args), model.timeout)
+        pieces: list[str] = []
+        usage: Any = None
+        finish: str | None = None
+        chunks = response.__aiter__()
+        while True:
+            try:
+                chunk = await asyncio.wait_for(chunks.__anext__(), model.timeout)
+            except StopAsyncIteration:
+                break
+            usage = getattr(chunk, "usage", None) or usage
+            if chunk.choices:
+                pieces.append(chunk.choices[0].delta.content or "")
+                finish = chunk.choices[0].finish_reason or finish
+        text = "".join(pieces)
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or estimate)
-        completion_tokens = int(getattr(usage, "completion_tokens", 0) or 0)
-        text = response.choices[0].message.content or ""
-        return _Answer(text, prompt_tokens, completion_tokens, self._cost(response), retries)
+        completion_tokens = int(getattr(usage, "completion_tokens", 0) or count_tokens(text, TOKEN_ENCODING))
+        cost = model_price(self._litellm, model.model, prompt_tokens, completion_tokens)
+        return _Answer(text, prompt_tokens, completion_tokens, cost, 0, finish)
 
     async def stream(self, model_id: str, messages: Messages, *, stage: str) -> AsyncIterator[str]:
         """An answer as it is generated. A cached answer comes at once; a new one is cached once complete and
@@ -147,7 +211,8 @@ class Gateway:
         not (the caller has shown part of it) and raises LLMCallError."""
         model = self._model(model_id)
         args = self._call_args(model, json_mode=False)
-        key = cache_key("chat", model.model, messages, args)
+        key = self._key("chat", model, messages, args)
+        CALL_STEP.set((stage, "answer"))
         cached = self.cache.get(key) if self.cache is not None else None
         if cached is not None:
             self._record(stage, model_id, "chat", _Answer(cached["text"], 0, 0, 0.0, 0), None, 0, ok=True)
@@ -160,7 +225,7 @@ class Gateway:
             return await self._litellm.acompletion(model=model.model, messages=messages, stream=True,
                                                    **self._connection(model), **args)
 
-        response, retries = await self._with_retries(model_id, model, estimate, call, stage)
+        response, retries = await self._with_retries(model_id, model, estimate, call, stage, False)
         pieces: list[str] = []
         usage: Any = None
         try:
@@ -186,18 +251,34 @@ class Gateway:
     # ------------------------------------------------------------ embeddings
 
     async def embed(self, model_id: str, texts: Sequence[str], *, stage: str, batch_size: int = 16,
-                    batch_max_tokens: int = 8191) -> list[list[float]]:
+                    batch_max_tokens: int = 8191, dimension: int | None = None) -> list[list[float]]:
         """Vectors for `texts`, in order. Cached texts are not sent; the rest go in batches bounded by count
-        and by tokens, concurrently within the model's limits."""
+        and by tokens, concurrently within the model's limits. A cached vector of another dimension than
+        `dimension` (or than the vectors the model returns now) was made by another model: it is replaced."""
         model = self._model(model_id)
         args = dict(model.call_args)
-        keys = [cache_key("embedding", model.model, text, args) for text in texts]
+        CALL_STEP.set((stage, "embed"))
+        keys = [self._key("embedding", model, text, args) for text in texts]
         vectors: list[list[float] | None] = [self.cache.get(k) if self.cache is not None else None for k in keys]
-        hits = sum(v is not None for v in vectors)
-        if hits:
+        if dimension is not None:
+            vectors = [v if v is not None and len(v) == dimension else None for v in vectors]
+        if any(v is not None for v in vectors):
             self._record(stage, model_id, "embedding", _Answer("", 0, 0, 0.0, 0), None, 0, ok=True)
+        fresh = await self._embed_missing(model_id, model, texts, vectors, keys, stage, batch_size, batch_max_tokens)
+        stale = [i for i, v in enumerate(vectors) if v is not None and fresh and len(v) != fresh]
+        if stale:  # cached by a model of another dimension behind the same name
+            for i in stale:
+                vectors[i] = None
+            await self._embed_missing(model_id, model, texts, vectors, keys, stage, batch_size, batch_max_tokens)
+        return [v for v in vectors if v is not None]
+
+    async def _embed_missing(self, model_id: str, model: ModelConfig, texts: Sequence[str],
+                             vectors: list[list[float] | None], keys: list[str], stage: str, batch_size: int,
+                             batch_max_tokens: int) -> int | None:
+        """Fill the missing vectors in place; returns the dimension of the new vectors (None: none sent)."""
         missing = [i for i, v in enumerate(vectors) if v is None]
-        batches = _batches([texts[i] for i in missing], batch_size, batch_max_tokens)
+        args = dict(model.call_args)
+        dimensions: set[int] = set()
 
         async def run(batch: list[int]) -> None:
             items = [texts[missing[i]] for i in batch]
@@ -209,44 +290,54 @@ class Gateway:
                                                       **args)
 
             try:
-                response, retries = await self._with_retries(model_id, model, estimate, call, stage)
+                response, retries = await self._with_retries(model_id, model, estimate, call, stage, False, 0)
             except LLMCallError:
                 self._record(stage, model_id, "embedding", _Answer("", 0, 0, None, 0), started, 0, ok=False)
                 raise
             usage = getattr(response, "usage", None)
             tokens = int(getattr(usage, "prompt_tokens", 0) or estimate)
-            answer = _Answer("", tokens, 0, self._cost(response), retries)
-            self._record(stage, model_id, "embedding", answer, started, 0, ok=True)
+            self._record(stage, model_id, "embedding", _Answer("", tokens, 0, self._cost(response), retries), started,
+                         0, ok=True)
             for position, item in zip(batch, response.data, strict=True):
                 vector = list(item["embedding"] if isinstance(item, dict) else item.embedding)
                 vectors[missing[position]] = vector
+                dimensions.add(len(vector))
                 if self.cache is not None:
                     self.cache.put(keys[missing[position]], "embedding", vector)
 
+        batches = _batches([texts[i] for i in missing], batch_size, batch_max_tokens)
         await asyncio.gather(*(run(batch) for batch in batches))
-        return [v for v in vectors if v is not None]
+        return max(dimensions) if dimensions else None
 
     # ------------------------------------------------------------ transport
 
-    async def _with_retries(self, model_id: str, model: ModelConfig, estimate: int,
-                            call: Callable[[], Any], stage: str) -> tuple[Any, int]:
+    async def _with_retries(self, model_id: str, model: ModelConfig, estimate: int, call: Callable[[], Any],
+                            stage: str, streamed: bool, completion: int | None = None) -> tuple[Any, int]:
+        """`call()` within the model's limits and the budget, retried as its errors allow. A streamed call
+        times out on silence (inside `call`), any other on its total time."""
         limiter = self._limiter(model_id, model)
         for attempt in range(model.max_retries + 1):
-            self.ledger.check_budget()
             await limiter.admit(estimate)
             rate_limited = False
             used: int | None = None
             latency: float | None = None
             sent = time.monotonic()
             try:
-                response = await asyncio.wait_for(call(), timeout=model.timeout)
+                reservation = self._reserve(model, estimate, completion)
+                try:
+                    response = await (call() if streamed else asyncio.wait_for(call(), timeout=model.timeout))
+                finally:
+                    self.ledger.release(reservation)
                 latency = time.monotonic() - sent
                 self._answered.add(model_id)
-                usage = getattr(response, "usage", None)
-                used = int(getattr(usage, "total_tokens", 0) or 0) or None
+                used = _tokens_used(response)
                 return response, attempt
+            except BudgetExceeded:
+                raise
             except Exception as err:  # classified below: retried, or raised with a clear message
                 rate_limited = _status(err) == 429
+                if _reached_provider(err):  # the provider read the prompt: it counts, even unanswered
+                    self._record_failed_attempt(stage, model_id, model, estimate)
                 delay = self._retry_delay(model_id, model, err, attempt)
                 if attempt == model.max_retries:
                     raise LLMCallError(f"model '{model_id}' failed {attempt + 1} times in stage {stage}: "
@@ -255,6 +346,20 @@ class Gateway:
                 await limiter.done(estimate, used, rate_limited, latency)
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
+
+    def _reserve(self, model: ModelConfig, estimate: int, completion: int | None) -> tuple[float, int]:
+        """Reserve a call's likely cost before it is sent, so calls that waited for a slot cannot all go out
+        once the budget is spent (BudgetExceeded when this one would pass the cap)."""
+        guess = estimate // 2  # an answer is typically shorter than what it reads; a cap bounds it
+        completion_tokens = guess if completion is None else min(completion, guess)
+        cost = model_price(self._litellm, model.model, estimate, completion_tokens) or 0.0
+        return self.ledger.reserve(cost, estimate + completion_tokens)
+
+    def _record_failed_attempt(self, stage: str, model_id: str, model: ModelConfig, prompt_tokens: int) -> None:
+        cost = model_price(self._litellm, model.model, prompt_tokens, 0)
+        self.ledger.add(CallRecord(stage=stage, model_id=model_id, kind="failed_attempt", prompt_tokens=prompt_tokens,
+                                   completion_tokens=0, cost_usd=cost, latency_s=0.0, cache_hit=False, retries=0,
+                                   parse_retries=0, ok=False))
 
     def _retry_delay(self, model_id: str, model: ModelConfig, err: Exception, attempt: int) -> float:
         """Seconds to wait before retrying `err`, or raise when retrying cannot help."""
@@ -271,12 +376,26 @@ class Gateway:
                     f"model '{model_id}' ({model.model}){where} cannot be reached ({_describe(err, model)}); "
                     "check the network, `api_base` and the model name in settings.yaml") from None
         if not _retryable(err):
+            self._stop_if_always_failing(model_id, model, err)
             raise LLMCallError(f"model '{model_id}': {_describe(err, model)}") from None
         retry_after = _retry_after(err)
         if retry_after is not None:
             return min(retry_after, 600.0)
         ceiling = min(model.max_retry_wait, 2.0 ** attempt)
         return random.uniform(ceiling / 2, ceiling)  # jitter spreads retries that failed together
+
+    def _stop_if_always_failing(self, model_id: str, model: ModelConfig, err: Exception) -> None:
+        """A model that has never answered and fails its first calls for one reason no retry fixes (a bad
+        request, an unknown model) would fail every call of the run: stop now with the provider's words."""
+        if model_id in self._answered:
+            return
+        errors = self._early_errors.setdefault(model_id, [])
+        errors.append(_describe(err, model))
+        if len(errors) >= SAME_ERROR_STOPS_AFTER and len(set(errors[-SAME_ERROR_STOPS_AFTER:])) == 1:
+            raise LLMConfigurationError(
+                f"model '{model_id}' ({model.model}) failed its first {len(errors)} calls with the same error, which "
+                f"retrying cannot fix: {errors[-1]}. Check `model` (a LiteLLM model string such as "
+                "openai/gpt-4o-mini), `api_base` and `call_args` in settings.yaml") from None
 
     # ------------------------------------------------------------ helpers
 
@@ -296,14 +415,37 @@ class Gateway:
         """The limiter of a model in the running event loop (for tests and benchmarks)."""
         return self._limiter(model_id, self._model(model_id))
 
-    def _call_args(self, model: ModelConfig, json_mode: bool) -> dict[str, Any]:
+    def _call_args(self, model: ModelConfig, json_mode: bool, max_tokens: int | None = None) -> dict[str, Any]:
         args = dict(model.call_args)
         if json_mode and self._supports(model, "response_format"):
             args.setdefault("response_format", {"type": "json_object"})
+        if max_tokens is not None:  # a stage's own cap wins over the model's default
+            args["max_tokens"] = max_tokens
         return args
+
+    def supports_json(self, model_id: str) -> bool:
+        """Whether LiteLLM says the model takes `response_format` (structured JSON output)."""
+        return self._supports(self._model(model_id), "response_format")
+
+    def _key(self, kind: str, model: ModelConfig, payload: Any, args: dict[str, Any]) -> str:
+        """The cache key: everything that changes the answer (model, endpoint, version, call arguments),
+        never the API key."""
+        return cache_key(kind, model.model, payload, args, endpoint=f"{model.api_base or ''}|{model.api_version or ''}")
+
+    @staticmethod
+    def _streams(model: ModelConfig) -> bool:
+        """Stream answers (and time out on silence, not on total time) for local servers, whose long answers
+        take minutes; hosted APIs answer fast and streaming costs CPU per piece."""
+        if model.stream != "auto":
+            return bool(model.stream)
+        return is_local_model(model)
 
     def _supports(self, model: ModelConfig, param: str) -> bool:
         """Asked once per model string: it is on the path of every JSON-mode call."""
+        if model.model not in self._supported and model.model.startswith("fake/"):
+            from graphrag_lite.llm.fake import supported_params
+
+            self._supported[model.model] = supported_params(model.model)
         if model.model not in self._supported:
             try:
                 self._supported[model.model] = set(self._litellm.get_supported_openai_params(model=model.model) or [])
@@ -343,6 +485,47 @@ class Gateway:
     def close(self) -> None:
         if self.cache is not None:
             self.cache.close()
+
+
+def _parse(parser: Callable[[str], Any], answer: _Answer) -> Any:
+    """The parsed answer; ParseError for anything that cannot be used, including a parser that fails in an
+    unforeseen way (a reply it has never seen must not stop the run) and an answer cut off by max_tokens."""
+    try:
+        value = parser(answer.text)
+    except ParseError as err:
+        if answer.finish_reason == "length":
+            raise ParseError(f"{CUT_OFF} ({err})", partial=err.partial) from None
+        raise
+    except Exception as err:
+        raise ParseError(f"the answer could not be read ({type(err).__name__}: {err})") from None
+    if answer.finish_reason == "length":
+        raise ParseError(CUT_OFF, partial=value)
+    return value
+
+
+def _tokens_used(response: Any) -> int | None:
+    if isinstance(response, _Answer):
+        return response.prompt_tokens + response.completion_tokens
+    usage = getattr(response, "usage", None)
+    return int(getattr(usage, "total_tokens", 0) or 0) or None
+
+
+def _any_text(text: str) -> str:
+    return text
+
+
+def is_local_model(model: ModelConfig) -> bool:
+    """A model served on this machine or the local network (Ollama, llama.cpp, vLLM, LM Studio, ...)."""
+    if model.model.split("/", 1)[0] in LOCAL_PROVIDERS:
+        return True
+    host = urlparse(model.api_base or "").hostname or ""
+    if host in ("localhost", "host.docker.internal") or host.endswith(".local"):
+        return True
+    try:
+        address = ipaddress.ip_address(host)
+    except ValueError:
+        return False
+    return address.is_loopback or address.is_private or address.is_unspecified
 
 
 def model_price(litellm: Any, model: str, prompt_tokens: int, completion_tokens: int) -> float | None:
@@ -408,9 +591,22 @@ def _fatal_reason(err: Exception, model_id: str, model: ModelConfig) -> str | No
     if name in ("AuthenticationError", "PermissionDeniedError") or _status(err) in (401, 403):
         return (f"{where}: authentication failed; check api_key for this model in settings.yaml "
                 "(or the variable it reads from .env / the environment)")
+    if "LLM Provider NOT provided" in str(err):
+        return (f"{where}: LiteLLM does not know this model's provider; write `model` as provider/name "
+                "(openai/gpt-4o-mini, azure/<deployment>, ollama/llama3, anthropic/...)")
     if name == "NotFoundError" or _status(err) == 404:
         return f"{where}: the provider does not know this model or deployment; check `model` and `api_base`"
     return None
+
+
+def _reached_provider(err: Exception) -> bool:
+    """Whether a failed attempt was read by the provider (an HTTP answer or a time-out), as opposed to one
+    that never connected."""
+    if _is_connection_failure(err):
+        return False
+    return _status(err) is not None or isinstance(err, (asyncio.TimeoutError, TimeoutError)) \
+        or type(err).__name__ in ("Timeout", "RateLimitError", "InternalServerError", "ServiceUnavailableError",
+                                  "BadGatewayError", "BadRequestError")
 
 
 def _is_connection_failure(err: BaseException) -> bool:

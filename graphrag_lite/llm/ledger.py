@@ -2,8 +2,10 @@
 
 from __future__ import annotations
 
+import json
 from collections import defaultdict
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any
 
 from graphrag_lite.errors import GraphragLiteError
@@ -19,7 +21,7 @@ class BudgetExceeded(GraphragLiteError):
 class CallRecord:
     stage: str
     model_id: str
-    kind: str  # chat | embedding
+    kind: str  # chat | embedding | failed_attempt (an attempt the provider read but did not answer usefully)
     prompt_tokens: int
     completion_tokens: int
     cost_usd: float | None  # None: the model is not in LiteLLM's price map
@@ -31,12 +33,16 @@ class CallRecord:
 
 
 class Ledger:
-    def __init__(self, max_cost_usd: float | None = None, max_tokens: int | None = None) -> None:
+    def __init__(self, max_cost_usd: float | None = None, max_tokens: int | None = None,
+                 prior_spend: tuple[float, int] = (0.0, 0)) -> None:
         self.records: list[CallRecord] = []
         self.max_cost_usd = max_cost_usd
         self.max_tokens = max_tokens
+        self.prior_cost, self.prior_tokens = prior_spend  # earlier runs of the same index (budget.scope: index)
         self._cost = 0.0  # running totals: the budget is checked before every call
         self._tokens = 0
+        self._reserved_cost = 0.0  # calls sent and not yet answered
+        self._reserved_tokens = 0
 
     def add(self, record: CallRecord) -> None:
         self.records.append(record)
@@ -47,13 +53,29 @@ class Ledger:
     def spent(self) -> tuple[float, int]:
         return self._cost, self._tokens
 
-    def check_budget(self) -> None:
-        """Raise before a call is sent once the budget is used up (cached answers stay free)."""
-        cost, tokens = self.spent()
-        if self.max_cost_usd is not None and cost >= self.max_cost_usd:
-            raise BudgetExceeded(f"budget reached: ${cost:.4f} spent of budget.max_cost_usd=${self.max_cost_usd}")
-        if self.max_tokens is not None and tokens >= self.max_tokens:
-            raise BudgetExceeded(f"budget reached: {tokens:,} tokens used of budget.max_tokens={self.max_tokens:,}")
+    def reserve(self, cost: float, tokens: int) -> tuple[float, int]:
+        """Count a call about to be sent at its estimated cost, or raise BudgetExceeded when the spending
+        so far, the calls in flight and this one would pass the budget. Returns what to `release`."""
+        spent_cost = self.prior_cost + self._cost + self._reserved_cost
+        spent_tokens = self.prior_tokens + self._tokens + self._reserved_tokens
+        if self.max_cost_usd is not None and spent_cost + cost > self.max_cost_usd:
+            raise BudgetExceeded(f"budget reached: ${self.prior_cost + self._cost:.4f} spent"
+                                 f"{self._earlier()} and ${self._reserved_cost:.4f} in flight, of "
+                                 f"budget.max_cost_usd=${self.max_cost_usd}")
+        if self.max_tokens is not None and spent_tokens + tokens > self.max_tokens:
+            raise BudgetExceeded(f"budget reached: {self.prior_tokens + self._tokens:,} tokens used{self._earlier()} "
+                                 f"and {self._reserved_tokens:,} in flight, of budget.max_tokens={self.max_tokens:,}")
+        self._reserved_cost += cost
+        self._reserved_tokens += tokens
+        return cost, tokens
+
+    def release(self, reservation: tuple[float, int]) -> None:
+        self._reserved_cost -= reservation[0]
+        self._reserved_tokens -= reservation[1]
+
+    def _earlier(self) -> str:
+        return f" (${self.prior_cost:.4f} in earlier runs of this index)" if self.prior_cost or self.prior_tokens \
+            else ""
 
     def totals(self, stage: str | None = None) -> dict[str, Any]:
         records = [r for r in self.records if stage is None or r.stage == stage]
@@ -67,17 +89,43 @@ class Ledger:
 
 
 def summarize(records: list[CallRecord]) -> dict[str, Any]:
+    calls = [r for r in records if r.kind != "failed_attempt"]
     sent = [r for r in records if not r.cache_hit]
-    latencies = sorted(r.latency_s for r in sent)
+    latencies = sorted(r.latency_s for r in sent if r.kind != "failed_attempt")
     return {
-        "calls": len(records),
-        "cache_hits": len(records) - len(sent),
-        "failures": sum(not r.ok for r in records),
+        "calls": len(calls),
+        "cache_hits": sum(r.cache_hit for r in calls),
+        "failures": sum(not r.ok for r in calls),
+        # every attempt the provider read counts, answered or not (a 500, a time-out, a rejected answer)
         "prompt_tokens": sum(r.prompt_tokens for r in sent),
         "completion_tokens": sum(r.completion_tokens for r in sent),
         "cost_usd": round(sum(r.cost_usd or 0.0 for r in sent), 6),
-        "unpriced_calls": sum(r.cost_usd is None for r in sent),
-        "retries": sum(r.retries for r in records),
-        "parse_retries": sum(r.parse_retries for r in records),
+        "unpriced_calls": sum(r.cost_usd is None for r in sent if r.kind != "failed_attempt"),
+        "retries": sum(r.retries for r in calls),
+        "failed_attempts": len(records) - len(calls),
+        "parse_retries": sum(r.parse_retries for r in calls),
         "median_latency_s": round(latencies[len(latencies) // 2], 3) if latencies else 0.0,
     }
+
+
+SPEND_FILE = "llm_spend.json"
+
+
+def read_spend(output_dir: Path) -> tuple[float, int]:
+    """Cost and tokens of every earlier run of the index in `output_dir` (for budget.scope: index)."""
+    path = output_dir / SPEND_FILE
+    if not path.is_file():
+        return 0.0, 0
+    data = json.loads(path.read_text(encoding="utf-8"))
+    return float(data.get("cost_usd", 0.0)), int(data.get("tokens", 0))
+
+
+def write_spend(output_dir: Path, ledger: Ledger) -> None:
+    """Add this run's spending to the index's running total."""
+    cost, tokens = ledger.spent()
+    if not cost and not tokens:
+        return
+    from graphrag_lite.storage import write_json
+
+    earlier_cost, earlier_tokens = read_spend(output_dir)
+    write_json(output_dir / SPEND_FILE, {"cost_usd": round(earlier_cost + cost, 6), "tokens": earlier_tokens + tokens})

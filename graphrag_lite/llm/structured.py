@@ -13,20 +13,37 @@ from pydantic import BaseModel, ValidationError
 
 M = TypeVar("M", bound=BaseModel)
 _FENCE = re.compile(r"```(?:json|JSON)?\s*(.*?)```", re.DOTALL)
+_REASONING = re.compile(r"<think(?:ing)?>.*?(?:</think(?:ing)?>|\Z)", re.DOTALL | re.IGNORECASE)
 
 
 class ParseError(ValueError):
-    """The answer does not have the required form; the message tells the model what was wrong."""
+    """The answer does not have the required form; the message tells the model what was wrong. `partial`
+    carries what could still be used of it (the complete records of a cut-off answer), or None."""
+
+    def __init__(self, message: str, partial: Any = None) -> None:
+        super().__init__(message)
+        self.partial = partial
+
+
+def strip_reasoning(text: str) -> str:
+    """An answer without the <think>...</think> block reasoning models (DeepSeek-R1, Qwen3) put first; an
+    unclosed block is reasoning cut off before any answer."""
+    text = _REASONING.sub("", text)
+    closing = text.lower().rfind("</think>")  # reasoning whose opening tag the model (or server) left out
+    return text[closing + len("</think>"):] if closing >= 0 else text
 
 
 def extract_json_text(answer: str) -> str:
     """The JSON object inside an answer: inside a ``` fence if there is one, else from the first `{` to
     the last `}` (dropping prose before and after)."""
+    answer = strip_reasoning(answer)
     fenced = _FENCE.search(answer)
     text = fenced.group(1) if fenced else answer
     start = text.find("{")
     if start < 0:
         raise ParseError("the answer contains no JSON object")
+    if 0 <= text.find("[") < start and not text[:text.find("[")].strip(" \n\t`"):
+        raise ParseError("the answer is a JSON list; a JSON object was asked for")
     end = text.rfind("}")
     if end < start:
         raise ParseError("the JSON object is cut off before its end")

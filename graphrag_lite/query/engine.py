@@ -265,7 +265,8 @@ class GraphRAG:
 
     async def embed_question(self, model_id: str, text: str) -> list[float]:
         """The question's vector, after checking the index was embedded with the same model and dimension."""
-        [vector] = await self.gateway.embed(model_id, [text], stage="query_embed")
+        [vector] = await self.gateway.embed(model_id, [text], stage="query_embed",
+                                            dimension=self._manifest.get("dimension"))
         check_embedding_model(self.config, model_id, dimension=len(vector))
         return vector
 

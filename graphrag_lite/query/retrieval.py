@@ -22,9 +22,21 @@ def keyword_query(question: str) -> str:
     return " ".join(re.findall(r"\w+", question))
 
 
+def open_table(db: Any, table: str) -> Any:
+    """A LanceDB table of the index, or a message naming it and the command that rebuilds it."""
+    from graphrag_lite.query.index import IncompleteIndexError
+
+    try:
+        return db.open_table(table)
+    except (ValueError, FileNotFoundError, OSError) as err:
+        raise IncompleteIndexError(f"the LanceDB table '{table}' is missing or unreadable in {db.uri} ({err}); "
+                                   "rebuild it with `graphrag-lite index --root ROOT` (the embed_text stage notices "
+                                   "and runs again)") from None
+
+
 def by_keywords(db: Any, table: str, question: str, limit: int) -> list[str]:
     words = keyword_query(question)
-    lance = db.open_table(table)
+    lance = open_table(db, table)
     if not words or limit <= 0 or lance.count_rows() == 0:  # an empty table has no full-text index to search
         return []
     found = lance.search(words, query_type="fts").limit(limit).select(["id"]).to_list()
@@ -32,7 +44,7 @@ def by_keywords(db: Any, table: str, question: str, limit: int) -> list[str]:
 
 
 def by_vector(db: Any, table: str, vector: list[float], limit: int) -> list[str]:
-    lance = db.open_table(table)
+    lance = open_table(db, table)
     if limit <= 0 or lance.count_rows() == 0:
         return []
     found = lance.search(vector).limit(limit).select(["id"]).to_list()

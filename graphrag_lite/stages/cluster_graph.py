@@ -33,6 +33,7 @@ def run(ctx: StageContext) -> StageResult:
         summary=f"{len(entities)} entities, {len(relationships)} relationships, {len(communities)} communities "
                 f"({', '.join(f'level {lvl}: {n}' for lvl, n in levels.items()) or 'no edges to cluster'})",
         details={"communities_per_level": {str(k): int(v) for k, v in levels.items()}},
+        complete=not entities.empty,  # an index with no entity is not usable: the run ends with an error
     )
 
 

@@ -1,8 +1,8 @@
 """Stage extract_claims: claims (covariates) about entities in every text unit, by the LLM. Off by default.
 
-Same gleaning, parsing and failure handling as extract_graph; unlike GraphRAG, gleaned claims are kept and
-blank claims are dropped (and counted) instead of becoming empty rows. When disabled, it writes an empty
-table and calls no model.
+Same gleaning, parsing, grounding and failure handling as extract_graph (extraction/gleaning.py); unlike
+GraphRAG, gleaned claims are kept and blank claims are dropped (and counted) instead of becoming empty rows.
+When disabled, it writes an empty table and calls no model.
 """
 
 from __future__ import annotations
@@ -13,9 +13,8 @@ import pandas as pd
 
 from graphrag_lite.config import ExtractClaimsConfig
 from graphrag_lite.estimate import CallEstimate, gleaning_estimate
-from graphrag_lite.extraction.gleaning import CONTINUE_CLAIMS, extract_with_gleaning
+from graphrag_lite.extraction.gleaning import CONTINUE_CLAIMS, ExtractionRequest, extract_units, summarize_outcomes
 from graphrag_lite.extraction.tuples import COMPLETION_DELIMITER, RECORD_DELIMITER, TUPLE_DELIMITER, parse_claims_reply
-from graphrag_lite.llm.gateway import LLMCallError
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 from graphrag_lite.prompts import fill, load_prompt
 from graphrag_lite.tokens import count_tokens
@@ -50,41 +49,22 @@ def run(ctx: StageContext) -> StageResult:
         return StageResult(tables={"raw_claims": pd.DataFrame(columns=CLAIM_COLUMNS)},
                            summary="disabled (extract_claims.enabled: false)")
     units = ctx.read("base_text_units")
-    template = claims_prompt(cfg, ctx.config.extract_graph.entity_types)
-    readable = dict(zip(units["id"], units["human_readable_id"], strict=True))
-    rows: list[tuple[object, ...]] = []
-    problems: list[str] = []
-    dropped: list[str] = []
-
-    async def one(unit_id: str, text: str, advance: object) -> None:
-        try:
-            parsed, _ = await extract_with_gleaning(ctx.llm, cfg.model_id, "extract_claims",
-                                                    fill(template, input_text=text), cfg.max_gleanings,
-                                                    parse_claims_reply, CONTINUE_CLAIMS)
-        except LLMCallError as err:
-            problems.append(f"text unit {readable[unit_id]}: claim extraction failed: {err}")
-            return
-        finally:
-            if callable(advance):
-                advance()
-        rows.extend((unit_id, c.subject, c.object, c.type, c.status, c.start_date, c.end_date, c.description,
-                     c.source_text) for c in parsed.claims)
-        dropped.extend(f"text unit {readable[unit_id]}: {d}" for d in parsed.dropped)
-
-    async def extract_all(advance: object) -> None:
-        await asyncio.gather(*(one(u, t, advance) for u, t in zip(units["id"], units["text"], strict=True)))
-
+    request = ExtractionRequest(stage="extract_claims", model_id=cfg.model_id,
+                                template=claims_prompt(cfg, ctx.config.extract_graph.entity_types),
+                                parse=parse_claims_reply, continue_prompt=CONTINUE_CLAIMS,
+                                max_gleanings=cfg.max_gleanings, max_tokens=cfg.max_completion_tokens,
+                                grounded=ctx.config.extract_graph.require_grounding)
     with ctx.bar(len(units), "text units") as advance:
-        asyncio.run(extract_all(advance))
-    order = {unit_id: i for i, unit_id in enumerate(units["id"])}
-    rows.sort(key=lambda row: order[str(row[0])])  # completion order varies; the table must not
+        outcomes = asyncio.run(extract_units(ctx.llm, request, units, advance))
+    rows = [(o.text_unit_id, c.subject, c.object, c.type, c.status, c.start_date, c.end_date, c.description,
+             c.source_text) for o in outcomes if o.parsed is not None for c in o.parsed.claims]
+    summary = summarize_outcomes(outcomes, units, len(rows), f"{len(rows)} claims")
     return StageResult(
         tables={"raw_claims": pd.DataFrame(rows, columns=CLAIM_COLUMNS)},
-        summary=f"{len(units) - len(problems)} of {len(units)} text units -> {len(rows)} claims"
-                + (f", {len(dropped)} unusable records dropped" if dropped else ""),
-        problems=problems,
-        details={"failed_text_units": len(problems), "dropped_records": dropped},
-        complete=not problems,
+        summary=summary.line,
+        problems=summary.problems,
+        details=summary.details,
+        complete=summary.complete,
     )
 
 

@@ -8,22 +8,26 @@ re-run that retries only the failed units (the others come back from the cache).
 from __future__ import annotations
 
 import asyncio
-from dataclasses import dataclass
 
 import pandas as pd
 
 from graphrag_lite.config import ExtractGraphConfig
 from graphrag_lite.estimate import CallEstimate, gleaning_estimate
-from graphrag_lite.extraction.gleaning import CONTINUE_GRAPH, extract_with_gleaning
+from graphrag_lite.extraction.gleaning import (
+    CONTINUE_GRAPH,
+    ExtractionRequest,
+    UnitOutcome,
+    extract_units,
+    summarize_outcomes,
+)
 from graphrag_lite.extraction.tuples import (
     COMPLETION_DELIMITER,
     RECORD_DELIMITER,
     TUPLE_DELIMITER,
-    ParsedReply,
     parse_graph_json,
     parse_graph_reply,
 )
-from graphrag_lite.llm.gateway import Gateway, LLMCallError
+from graphrag_lite.llm.gateway import Gateway
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 from graphrag_lite.prompts import fill, load_prompt
 from graphrag_lite.tokens import count_tokens
@@ -33,25 +37,38 @@ ENTITY_COLUMNS = ["text_unit_id", "name", "type", "description"]
 RELATIONSHIP_COLUMNS = ["text_unit_id", "source", "target", "description", "strength"]
 
 
-@dataclass
-class UnitOutcome:
-    text_unit_id: str
-    parsed: ParsedReply | None
-    calls: int
-    error: str | None = None
+def answer_format(cfg: ExtractGraphConfig, gateway: Gateway) -> str:
+    """tuples or json. `auto`: a project's own prompt decides by the format it asks for; the packaged prompts
+    use JSON when the model takes structured output (small local models extract far better that way; the
+    server enforces the JSON), and GraphRAG's tuples otherwise."""
+    if cfg.format != "auto":
+        return cfg.format
+    if cfg.prompt is not None:
+        text = load_prompt(cfg.prompt, "extract_graph.txt", required=("input_text",))
+        return "tuples" if "{tuple_delimiter}" in text or TUPLE_DELIMITER in text else "json"
+    return "json" if gateway.supports_json(cfg.model_id) else "tuples"
 
 
-def extraction_prompt(cfg: ExtractGraphConfig) -> str:
-    default = "extract_graph_json.txt" if cfg.format == "json" else "extract_graph.txt"
+def extraction_prompt(cfg: ExtractGraphConfig, answer_format: str) -> str:
+    default = "extract_graph_json.txt" if answer_format == "json" else "extract_graph.txt"
     template = load_prompt(cfg.prompt, default, required=("input_text",))
     return fill(template, entity_types=",".join(t.upper() for t in cfg.entity_types), tuple_delimiter=TUPLE_DELIMITER,
                 record_delimiter=RECORD_DELIMITER, completion_delimiter=COMPLETION_DELIMITER)
 
 
+def extraction_request(cfg: ExtractGraphConfig, gateway: Gateway) -> ExtractionRequest:
+    chosen = answer_format(cfg, gateway)
+    return ExtractionRequest(stage="extract_graph", model_id=cfg.model_id, template=extraction_prompt(cfg, chosen),
+                             parse=parse_graph_json if chosen == "json" else parse_graph_reply,
+                             continue_prompt=CONTINUE_GRAPH, max_gleanings=cfg.max_gleanings,
+                             json_mode=chosen == "json", max_tokens=cfg.max_completion_tokens,
+                             grounded=cfg.require_grounding)
+
+
 def estimate(ctx: StageContext) -> CallEstimate:
     cfg = ctx.config.extract_graph
     units = ctx.read("base_text_units")
-    template = extraction_prompt(cfg)
+    template = extraction_request(cfg, ctx.llm).template
     base = count_tokens(fill(template, input_text=""), ESTIMATE_ENCODING)
     texts = [int(n) for n in units["n_tokens"]]
     return gleaning_estimate("extract_graph", cfg.model_id, [base + n for n in texts], texts, cfg.max_gleanings,
@@ -60,56 +77,33 @@ def estimate(ctx: StageContext) -> CallEstimate:
 
 def run(ctx: StageContext) -> StageResult:
     units = ctx.read("base_text_units")
-    cfg = ctx.config.extract_graph
-    template = extraction_prompt(cfg)
+    request = extraction_request(ctx.config.extract_graph, ctx.llm)
     with ctx.bar(len(units), "text units") as advance:
-        outcomes = asyncio.run(extract_units(ctx.llm, cfg, template, units, advance))
-    return build_result(outcomes, units)
-
-
-async def extract_units(gateway: Gateway, cfg: ExtractGraphConfig, template: str, units: pd.DataFrame,
-                        advance: object = None) -> list[UnitOutcome]:
-    async def one(unit_id: str, text: str) -> UnitOutcome:
-        try:
-            parsed, calls = await extract_with_gleaning(
-                gateway, cfg.model_id, "extract_graph", fill(template, input_text=text), cfg.max_gleanings,
-                parse_graph_json if cfg.format == "json" else parse_graph_reply, CONTINUE_GRAPH,
-                json_mode=cfg.format == "json")
-            return UnitOutcome(unit_id, parsed, calls)
-        except LLMCallError as err:
-            return UnitOutcome(unit_id, None, 0, str(err))
-        finally:
-            if callable(advance):
-                advance()
-
-    return list(await asyncio.gather(*(one(u, t) for u, t in zip(units["id"], units["text"], strict=True))))
+        outcomes = asyncio.run(extract_units(ctx.llm, request, units, advance))
+    result = build_result(outcomes, units)
+    result.summary += f" (format: {'json' if request.json_mode else 'tuples'})"
+    result.details["format"] = "json" if request.json_mode else "tuples"
+    return result
 
 
 def build_result(outcomes: list[UnitOutcome], units: pd.DataFrame) -> StageResult:
     """The raw_entities and raw_relationships tables (one row per record, with its text unit)."""
-    entities, relationships, problems, dropped = [], [], [], []
-    readable = dict(zip(units["id"], units["human_readable_id"], strict=True))
+    entities, relationships = [], []
     for outcome in outcomes:
         if outcome.parsed is None:
-            problems.append(f"text unit {readable[outcome.text_unit_id]}: extraction failed: {outcome.error}")
             continue
         entities += [(outcome.text_unit_id, e.name, e.type, e.description) for e in outcome.parsed.entities]
         relationships += [(outcome.text_unit_id, r.source, r.target, r.description, r.strength)
                           for r in outcome.parsed.relationships]
-        dropped += [f"text unit {readable[outcome.text_unit_id]}: {d}" for d in outcome.parsed.dropped]
-    failed = sum(o.parsed is None for o in outcomes)
-    summary = (f"{len(outcomes) - failed} of {len(outcomes)} text units -> {len(entities)} entity and "
-               f"{len(relationships)} relationship records")
-    if dropped:
-        summary += f", {len(dropped)} unusable records dropped (listed in stats.json)"
+    summary = summarize_outcomes(outcomes, units, len(entities) + len(relationships),
+                                 f"{len(entities)} entity and {len(relationships)} relationship records")
     return StageResult(
         tables={"raw_entities": pd.DataFrame(entities, columns=ENTITY_COLUMNS),
                 "raw_relationships": pd.DataFrame(relationships, columns=RELATIONSHIP_COLUMNS)},
-        summary=summary,
-        problems=problems,
-        details={"text_units": len(outcomes), "failed_text_units": failed, "dropped_records": dropped,
-                 "calls_per_unit": sum(o.calls for o in outcomes) / max(1, len(outcomes))},
-        complete=failed == 0,
+        summary=summary.line,
+        problems=summary.problems,
+        details=summary.details,
+        complete=summary.complete,
     )
 
 
