@@ -76,6 +76,8 @@ def checked(parse: Callable[[str], ParsedReply], source: str, follow_up: bool) -
         if parsed.truncated:
             raise ParseError("the answer stops in the middle of a record (it looks cut off); give the complete "
                              "list and end it with the completion delimiter", partial=parsed)
+        if not parsed.records and parsed.dropped:
+            raise ParseError(f"none of the records could be used (for example: {parsed.dropped[0][:150]})")
         if parsed.records or parsed.complete or follow_up:
             return parsed
         if echoes(text, source):

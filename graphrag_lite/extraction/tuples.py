@@ -19,9 +19,7 @@ import json
 import re
 from dataclasses import dataclass, field
 
-from pydantic import BaseModel
-
-from graphrag_lite.llm.structured import ParseError, json_parser, strip_reasoning
+from graphrag_lite.llm.structured import ParseError, parse_json_value, strip_reasoning
 
 TUPLE_DELIMITER = "<|>"
 RECORD_DELIMITER = "##"
@@ -33,8 +31,13 @@ _FENCE = re.compile(r"^\s*```[\w-]*\s*$", re.MULTILINE)
 _COMPLETION = re.compile(r"<\|\s*complete\s*\|?>?|#{1,3}\s*complete\s*\|?>?|\[complete\]|<complete>"
                          r"|^\s*complete\s*$", re.IGNORECASE | re.MULTILINE)
 _MARKUP = re.compile(r"<br\s*/?>|</?(?:p|b|i|em|strong|span|div|code)>", re.IGNORECASE)
-_SPACED_DELIMITER = re.compile(r"<\s*\|\s*>")
+_SPACED_DELIMITER = re.compile(r"<\s*\|+\s*>")
 _LIST_MARKER = re.compile(r"(?:^|\s)(?:\d{1,3}[.)]|[-*\u2022])\s*$")
+_LEADING_MARKER = re.compile(r"^(?:\d{1,3}[.)]|[-*\u2022])\s+")
+# a record starts with its tag and the delimiter: `("entity"<|>`, `entity<|>`, or `("entity"|` (a `|`
+# delimiter counts only after a parenthesis or a quote, so a Markdown table's "| Entity |" is not a record)
+_RECORD_START = re.compile(r"\(?\s*[\"'*]*\s*(entity|relationship)\s*[\"'*]*\s*(<\|>)"
+                           r"|(?:\(\s*[\"'*]*|[\"'*]+)\s*(entity|relationship)\s*[\"'*]*\s*(\|)", re.IGNORECASE)
 
 
 @dataclass(frozen=True)
@@ -111,7 +114,7 @@ def _prepare(text: str, record_delimiter: str) -> tuple[str, bool]:
 
 def _strip_record(record: str) -> tuple[str, bool]:
     """A record without separators, list markers and its pair of parentheses; and whether it was closed."""
-    record = record.strip()
+    record = _LEADING_MARKER.sub("", record.strip())
     while True:  # trailing separators and the next record's list marker ("2.", "-") belong to no field
         before = record
         record = record.rstrip(",;").strip()
@@ -128,33 +131,25 @@ def _strip_record(record: str) -> tuple[str, bool]:
     return record.strip(), closed
 
 
-def _delimiter(text: str, tuple_delimiter: str) -> str:
-    """The field delimiter the model used: the one asked for, or `|` when it wrote records with that."""
-    if tuple_delimiter in text:
-        return tuple_delimiter
-    if re.search(r"[\"'(|]\s*(?:entity|relationship)\s*[\"']?\s*\|", text, re.IGNORECASE):
-        return "|"
-    return tuple_delimiter
-
-
 def parse_graph_reply(text: str, tuple_delimiter: str = TUPLE_DELIMITER, record_delimiter: str = RECORD_DELIMITER,
                       completion: str = COMPLETION_DELIMITER) -> ParsedReply:
     text, complete = _prepare(text, record_delimiter)
-    delimiter = _delimiter(text, tuple_delimiter)
-    starts = re.compile(r"\(?\s*[\"'*]*\s*(entity|relationship)\s*[\"'*]*\s*" + re.escape(delimiter), re.IGNORECASE)
-    matches = list(starts.finditer(text))
-    if not matches and "{" in text:  # the JSON format where tuples were asked
-        try:
-            return parse_graph_json(text)
-        except ParseError:
-            pass
+    matches = list(_RECORD_START.finditer(text))
+    if not matches:  # the model chose another format: JSON, or Markdown tables
+        if "{" in text:
+            try:
+                return parse_graph_json(text)
+            except ParseError:
+                pass
+        return parse_markdown_tables(text, complete)
     parsed = ParsedReply(complete=complete)
-    leading, _ = _strip_record(text[: matches[0].start()] if matches else text)
-    if delimiter in leading:  # looks like a record whose tag was lost; prose before records is fine
+    leading, _ = _strip_record(text[: matches[0].start()])
+    if tuple_delimiter in leading:  # looks like a record whose tag was lost; prose before records is fine
         parsed.dropped.append(f"record without an entity/relationship tag: {leading[:200]}")
     ends = [m.start() for m in matches[1:]] + [len(text)]
     for match, end in zip(matches, ends, strict=True):
-        _read_record(parsed, match.group(1).lower(), text[match.start():end], delimiter)
+        kind, delimiter = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
+        _read_record(parsed, kind.lower(), text[match.start():end], delimiter)
     return parsed
 
 
@@ -220,39 +215,100 @@ def _add_relationship(parsed: ParsedReply, fields: list[str], record: str) -> No
                                                        strength=strength))
 
 
-class _JsonEntity(BaseModel):
-    name: str
-    type: str = ""
-    description: str = ""
+_ENTITY_COLUMNS = {"name": ("name", "entity", "entity_name", "title"), "type": ("type", "entity_type", "category"),
+                   "description": ("description", "entity_description", "summary")}
+_RELATIONSHIP_COLUMNS = {"source": ("source", "source_entity", "src_id", "from", "subject"),
+                         "target": ("target", "target_entity", "tgt_id", "to", "object"),
+                         "description": ("description", "relationship_description", "relationship", "relation"),
+                         "strength": ("strength", "relationship_strength", "weight", "score")}
 
 
-class _JsonRelationship(BaseModel):
-    source: str
-    target: str
-    description: str = ""
-    strength: float = 1.0
+def _pick(item: dict[str, object], names: tuple[str, ...]) -> str:
+    lowered = {str(k).strip().lower().replace(" ", "_"): v for k, v in item.items()}
+    return next((str(lowered[n]) for n in names if lowered.get(n) not in (None, "")), "")
 
 
-class _JsonGraph(BaseModel):
-    entities: list[_JsonEntity] | None = None
-    relationships: list[_JsonRelationship] | None = None
+def _add_json_item(parsed: ParsedReply, item: object, kind: str | None) -> None:
+    """One JSON object as a record, under the key names models use (name / entity_name / title, ...)."""
+    if not isinstance(item, dict):
+        parsed.dropped.append(f"not a JSON object: {str(item)[:200]}")
+        return
+    record = json.dumps(item, ensure_ascii=False)[:200]
+    source, target = _pick(item, _RELATIONSHIP_COLUMNS["source"]), _pick(item, _RELATIONSHIP_COLUMNS["target"])
+    if kind == "relationship" or (kind is None and source and target):
+        fields = ["relationship", source, target, _pick(item, _RELATIONSHIP_COLUMNS["description"]),
+                  _pick(item, _RELATIONSHIP_COLUMNS["strength"]) or "1"]
+        _add_relationship(parsed, fields, record)
+    else:
+        fields = ["entity", *(_pick(item, _ENTITY_COLUMNS[c]) for c in ("name", "type", "description"))]
+        _add_entity(parsed, fields, record)
 
 
 def parse_graph_json(text: str) -> ParsedReply:
-    """The JSON extraction format, validated, as the same records (and the same counted drops). An object
-    without `entities` or `relationships` is not an empty graph; a reply holding tuples is read as tuples."""
-    if "{" not in text and re.search(r"[\"'(]\s*entity\s*[\"']?\s*<\|>", text, re.IGNORECASE):
+    """The JSON extraction format as the same records (and the same counted drops), under the key names
+    models use. An object without `entities` or `relationships` is not an empty graph; a list of records is
+    read record by record; a reply holding tuples is read as tuples; a cut-off reply keeps its complete
+    objects in `partial` and is rejected, so it is asked again and never cached."""
+    text = strip_reasoning(text)
+    if re.search(r"[\"'(]\s*entity\s*[\"']?\s*<\|>", text, re.IGNORECASE):
         return parse_graph_reply(text)
-    graph = json_parser(_JsonGraph)(text)
-    if graph.entities is None and graph.relationships is None:
-        raise ParseError('the JSON object has neither "entities" nor "relationships"')
+    try:
+        value: object = parse_json_value(text)
+    except ParseError as err:
+        if "cut off" in str(err):
+            raise ParseError(str(err), partial=_complete_objects(text)) from None
+        raise
     parsed = ParsedReply(complete=True)
-    for e in graph.entities or []:
-        fields = ["entity", e.name, e.type, e.description]
-        _add_entity(parsed, fields, json.dumps(e.model_dump()))
-    for r in graph.relationships or []:
-        fields = ["relationship", r.source, r.target, r.description, str(r.strength)]
-        _add_relationship(parsed, fields, json.dumps(r.model_dump()))
+    if isinstance(value, list):
+        for item in value:
+            _add_json_item(parsed, item, None)
+        return parsed
+    assert isinstance(value, dict)
+    keys = {str(k).lower(): v for k, v in value.items()}
+    if "entities" not in keys and "relationships" not in keys:
+        raise ParseError('the JSON object has neither "entities" nor "relationships"')
+    for kind, names in (("entity", ("entities", "nodes")), ("relationship", ("relationships", "relations", "edges"))):
+        items: object = next((keys[n] for n in names if keys.get(n)), [])
+        for item in items if isinstance(items, list) else [items]:
+            _add_json_item(parsed, item, kind)
+    if not parsed.records and parsed.dropped:  # keys we do not know: asking again is the remedy
+        raise ParseError(f"none of the records could be used ({parsed.dropped[0]})")
+    return parsed
+
+
+def _complete_objects(text: str) -> ParsedReply:
+    """The records of a cut-off JSON reply that were complete before the cut."""
+    parsed = ParsedReply(truncated=True)
+    decoder = json.JSONDecoder()
+    position = text.find("{", text.find("{") + 1)
+    while position >= 0:
+        try:
+            item, end = decoder.raw_decode(text, position)
+        except json.JSONDecodeError:
+            position = text.find("{", position + 1)
+            continue
+        if isinstance(item, dict) and not {"entities", "relationships"} & set(item):
+            _add_json_item(parsed, item, None)
+        position = text.find("{", end)
+    return parsed
+
+
+def parse_markdown_tables(text: str, complete: bool) -> ParsedReply:
+    """Records from Markdown tables with an entity table (name, type, description) and a relationship table
+    (source, target, description, strength), the way some models answer a tuple prompt."""
+    parsed = ParsedReply(complete=complete)
+    header: list[str] = []
+    for line in text.splitlines():
+        cells = [c.strip().strip("*").strip() for c in line.strip().strip("|").split("|")] if "|" in line else []
+        if not cells or all(set(c) <= set("-: ") for c in cells):
+            header = header if cells else []
+            continue
+        if not header:
+            header = [c.lower().replace(" ", "_") for c in cells]
+            continue
+        row = dict(zip(header, cells, strict=False))
+        is_relationship = bool({"source", "target", "source_entity", "target_entity", "from", "to"} & set(header))
+        _add_json_item(parsed, row, "relationship" if is_relationship else "entity")
     return parsed
 
 

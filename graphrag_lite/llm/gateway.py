@@ -317,7 +317,7 @@ class Gateway:
         times out on silence (inside `call`), any other on its total time."""
         limiter = self._limiter(model_id, model)
         for attempt in range(model.max_retries + 1):
-            await limiter.admit(estimate)
+            level = await limiter.admit(estimate)
             rate_limited = False
             used: int | None = None
             latency: float | None = None
@@ -343,7 +343,7 @@ class Gateway:
                     raise LLMCallError(f"model '{model_id}' failed {attempt + 1} times in stage {stage}: "
                                        f"{_describe(err, model)}") from None
             finally:
-                await limiter.done(estimate, used, rate_limited, latency)
+                await limiter.done(estimate, used, rate_limited, latency, level)
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 

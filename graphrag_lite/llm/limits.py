@@ -5,12 +5,20 @@ from __future__ import annotations
 
 import asyncio
 import time
+from collections import deque
 
 
 class AdaptiveConcurrency:
-    """At most `limit` calls in flight. A rate-limit answer halves the limit (at most once per `cooldown`
-    seconds); every `limit` successes add one back, up to the configured maximum (additive increase,
-    multiplicative decrease, as TCP does)."""
+    """At most `limit` calls in flight, learning how many the provider serves at once.
+
+    Each call remembers how many were in flight when it started (its level). A rate-limit answer (429)
+    lowers the limit only when it tells something about capacity: when no recent call at that level or
+    above succeeded, the provider serves fewer, and the limit drops to the highest level recently served
+    (halved, at most once per `cooldown`, while nothing is known yet). A 429 at a level that other calls
+    recently passed is a random refusal (a shared quota, a busy node): it is retried, not taken as a
+    verdict. When most recent answers are 429s, the limit halves (at most once per `cooldown`), as in TCP's
+    AIMD; every `limit` successes add one back, up to the configured maximum, so the limit recovers after a
+    burst and probes again for capacity."""
 
     def __init__(self, maximum: int, cooldown: float = 1.0) -> None:
         self.maximum = maximum
@@ -21,30 +29,47 @@ class AdaptiveConcurrency:
         self._cooldown = cooldown
         self._last_decrease = -cooldown
         self._successes = 0
+        self._served: deque[int] = deque(maxlen=2 * maximum)  # levels of recent successful calls
+        self._outcomes: deque[bool] = deque(maxlen=2 * maximum)  # recent answers: True for a 429
         self._changed = asyncio.Condition()
 
-    async def acquire(self) -> None:
+    async def acquire(self) -> int:
+        """Wait for a slot; returns the call's level (calls in flight, itself included)."""
         async with self._changed:
             await self._changed.wait_for(lambda: self.in_flight < self.limit)
             self.in_flight += 1
             self.peak = max(self.peak, self.in_flight)
+            return self.in_flight
 
-    async def release(self, rate_limited: bool = False) -> None:
+    async def release(self, rate_limited: bool = False, level: int | None = None) -> None:
         async with self._changed:
             self.in_flight -= 1
-            now = time.monotonic()
+            self._outcomes.append(rate_limited)
             if rate_limited:
-                if now - self._last_decrease >= self._cooldown:
-                    self.limit = max(1, self.limit // 2)
-                    self.lowest = min(self.lowest, self.limit)
-                    self._last_decrease = now
+                self._lower(level if level is not None else self.limit)
                 self._successes = 0
             else:
+                if level is not None:
+                    self._served.append(level)
                 self._successes += 1
                 if self._successes >= self.limit and self.limit < self.maximum:
                     self.limit += 1
                     self._successes = 0
             self._changed.notify(max(0, self.limit - self.in_flight))  # wake only as many as can go
+
+    def _lower(self, level: int) -> None:
+        now = time.monotonic()
+        served = max(self._served, default=0)
+        if 0 < served < level:  # nothing recently succeeded this high: that is the provider's capacity
+            self._set(min(self.limit, served))
+        elif now - self._last_decrease >= self._cooldown and (
+                served == 0 or sum(self._outcomes) > len(self._outcomes) / 2):
+            self._set(max(1, self.limit // 2))  # nothing known yet, or mostly refused: back off hard
+            self._last_decrease = now
+
+    def _set(self, limit: int) -> None:
+        self.limit = limit
+        self.lowest = min(self.lowest, limit)
 
 
 class TokenBucket:
@@ -116,9 +141,9 @@ class ModelLimiter:
         self.tokens = TokenBucket(tokens_per_minute) if tokens_per_minute else None
         self.pacer = StartPacer()
 
-    async def admit(self, estimated_tokens: int) -> None:
-        """Wait for a slot, the pacing and the rate limits; call `done` afterwards."""
-        await self.concurrency.acquire()
+    async def admit(self, estimated_tokens: int) -> int:
+        """Wait for a slot, the pacing and the rate limits; call `done` with the level returned afterwards."""
+        level = await self.concurrency.acquire()
         try:
             await self.pacer.wait(self.concurrency.limit)
             if self.requests:
@@ -128,11 +153,12 @@ class ModelLimiter:
         except BaseException:
             await self.concurrency.release()
             raise
+        return level
 
     async def done(self, estimated_tokens: int, actual_tokens: int | None, rate_limited: bool,
-                   latency: float | None = None) -> None:
+                   latency: float | None = None, level: int | None = None) -> None:
         if self.tokens and actual_tokens is not None:
             self.tokens.adjust(actual_tokens - estimated_tokens)
         if latency is not None:
             self.pacer.observe(latency)
-        await self.concurrency.release(rate_limited=rate_limited)
+        await self.concurrency.release(rate_limited=rate_limited, level=level)

@@ -71,17 +71,34 @@ def _unclosed(text: str) -> bool:
     return depth > 0 or in_string
 
 
-def parse_json_object(answer: str) -> dict[str, Any]:
-    text = extract_json_text(answer)
+def _loads(text: str) -> Any:
     try:
-        value = json.loads(text)
+        return json.loads(text)
     except json.JSONDecodeError:
         if _unclosed(text):  # repairing would invent an end and silently drop what was cut off
             raise ParseError("the JSON object is cut off before its end") from None
-        value = json_repair.loads(text)  # small slips: trailing commas, single quotes, unquoted keys
+        return json_repair.loads(text)  # small slips: trailing commas, single quotes, unquoted keys
+
+
+def parse_json_object(answer: str) -> dict[str, Any]:
+    value = _loads(extract_json_text(answer))
     if not isinstance(value, dict):
         raise ParseError("the answer is not a JSON object")
     return value
+
+
+def parse_json_value(answer: str) -> dict[str, Any] | list[Any]:
+    """A JSON object, or a list where the model answered with one (the caller decides what a list means)."""
+    answer = strip_reasoning(answer)
+    fenced = _FENCE.search(answer)
+    text = (fenced.group(1) if fenced else answer).strip()
+    start = min((i for i in (text.find("{"), text.find("[")) if i >= 0), default=-1)
+    if start >= 0 and text[start] == "[":
+        end = text.rfind("]")
+        value = _loads(text[start:end + 1] if end > start else text[start:])
+        if isinstance(value, list):
+            return value
+    return parse_json_object(answer)
 
 
 def json_parser(model: type[M]) -> Callable[[str], M]:
@@ -96,3 +113,17 @@ def json_parser(model: type[M]) -> Callable[[str], M]:
             raise ParseError(f"the JSON does not have the required fields ({problems})") from None
 
     return parse
+
+
+def number_from_text(value: object, scale: float | None = None) -> object:
+    """A number written as text the way models write it: "8", "8.5", "8/10", "85%", "Rating: 4/5". With
+    `scale`, a fraction is rescaled to it ("4/5" on a 10 scale is 8)."""
+    if not isinstance(value, str):
+        return value
+    found = re.search(r"(-?\d+(?:\.\d+)?)\s*(?:/\s*(\d+(?:\.\d+)?))?", value)
+    if not found:
+        return value
+    number = float(found.group(1))
+    if found.group(2) and scale is not None and float(found.group(2)) > 0:
+        number = number / float(found.group(2)) * scale
+    return number

@@ -29,11 +29,11 @@ from graphrag_lite.query.context import ContextTable, pack, render
 from graphrag_lite.query.global_search import (
     MapAnswer,
     Point,
-    Rating,
     ReportSelection,
     dynamic_selection,
     map_batches,
     no_answer,
+    parse_rating,
     reduce_context,
     select_reports,
 )
@@ -195,7 +195,7 @@ class GraphRAG:
             prompt = fill(template, question=question, report=report)
             try:
                 result = await self.gateway.chat(model_id, [{"role": "user", "content": prompt}],
-                                                 stage="query_global_rate", parse=json_parser(Rating), json_mode=True)
+                                                 stage="query_global_rate", parse=parse_rating, json_mode=True)
             except LLMCallError as err:
                 problems.append(f"rating a report failed, it was kept: {err}")
                 return None

@@ -10,12 +10,14 @@ points; the reduce call sees the best points that fit.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Awaitable, Callable
 from dataclasses import dataclass
 
 import pandas as pd
 from pydantic import BaseModel, Field, field_validator
 
+from graphrag_lite.llm.structured import ParseError, json_parser, number_from_text, strip_reasoning
 from graphrag_lite.query.context import ContextTable, pack
 from graphrag_lite.query.index import IndexTables
 from graphrag_lite.tables import records
@@ -67,6 +69,26 @@ def missing_reports(failed: pd.DataFrame) -> list[str]:
 class Rating(BaseModel):
     rating: int = Field(ge=0, le=5)
     reason: str = ""
+
+    @field_validator("rating", mode="before")
+    @classmethod
+    def number(cls, value: object) -> object:
+        found = number_from_text(value, scale=5)
+        return round(found) if isinstance(found, float) else found
+
+
+_PROSE_RATING = re.compile(r"\b(?:rating|relevance|score)\b\W{0,5}([0-5])(?:\.0)?\s*(?:/\s*5)?\b", re.IGNORECASE)
+
+
+def parse_rating(text: str) -> Rating:
+    """A 0-5 relevance rating: the JSON asked for, or a rating stated plainly in prose ("Relevance: 4/5")."""
+    try:
+        return json_parser(Rating)(text)
+    except ParseError:
+        found = _PROSE_RATING.search(strip_reasoning(text))
+        if found is None:
+            raise
+        return Rating(rating=int(found.group(1)), reason=" ".join(text.split())[:300])
 
 
 async def dynamic_selection(index: IndexTables, rate: Callable[[str], Awaitable[int | None]], threshold: int,

@@ -22,7 +22,7 @@ from pydantic import BaseModel, Field, field_validator
 from graphrag_lite.graph.report_context import ChildReport, Context, ContextBuilder
 from graphrag_lite.ids import stable_id
 from graphrag_lite.llm.gateway import Gateway, LLMCallError
-from graphrag_lite.llm.structured import json_parser
+from graphrag_lite.llm.structured import json_parser, number_from_text
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 from graphrag_lite.prompts import fill, load_prompt
 
@@ -41,12 +41,17 @@ class Report(BaseModel):
     summary: str = Field(min_length=1)
     rating: float = Field(ge=0, le=10)
     rating_explanation: str = ""
-    findings: list[Finding] = Field(min_length=1)
+    findings: list[Finding] = Field(default_factory=list)  # a report with a summary and no finding still informs
 
     @field_validator("title", "summary")
     @classmethod
     def stripped(cls, value: str) -> str:
         return value.strip()
+
+    @field_validator("rating", mode="before")
+    @classmethod
+    def number(cls, value: object) -> object:
+        return number_from_text(value, scale=10)
 
 
 def full_content(report: Report) -> str:

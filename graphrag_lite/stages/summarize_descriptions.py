@@ -9,11 +9,12 @@ is listed in the problems, and the stage is marked for a re-run.
 from __future__ import annotations
 
 import asyncio
+import re
 from collections.abc import Callable
 
 from graphrag_lite.config import SummarizeDescriptionsConfig
 from graphrag_lite.llm.gateway import Gateway, LLMCallError
-from graphrag_lite.llm.structured import ParseError
+from graphrag_lite.llm.structured import ParseError, strip_reasoning
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 from graphrag_lite.prompts import fill, load_prompt
 from graphrag_lite.tokens import count_tokens
@@ -99,12 +100,18 @@ async def _summarize_batch(gateway: Gateway, cfg: SummarizeDescriptionsConfig, t
         return batch[0]
     prompt = fill(template, entity_name=subject, description_list="\n".join(sorted(batch)), max_length=cfg.max_length)
     result = await gateway.chat(cfg.model_id, [{"role": "user", "content": prompt}], stage="summarize_descriptions",
-                                parse=_nonempty)
+                                parse=summary_parser, max_tokens=cfg.max_completion_tokens)
     return result.value
 
 
-def _nonempty(text: str) -> str:
-    cleaned = text.strip()
+_PREAMBLE = re.compile(r"^(?:here(?:'s| is)|sure|certainly|below is|the following)\b[^\n]*:\s*\n", re.IGNORECASE)
+
+
+def summary_parser(text: str) -> str:
+    """The summary without a reasoning block, fences or a preamble line ("Here is the summary:")."""
+    cleaned = strip_reasoning(text).strip()
+    cleaned = re.sub(r"^```\w*\s*|\s*```$", "", cleaned).strip()
+    cleaned = _PREAMBLE.sub("", cleaned, count=1).strip()
     if not cleaned:
         raise ParseError("the summary is empty")
     return cleaned
