@@ -26,6 +26,7 @@ RECORD_DELIMITER = "##"
 COMPLETION_DELIMITER = "<|COMPLETE|>"
 CLAIM_STATUSES = ("TRUE", "FALSE", "SUSPECTED")
 _NUMBER = re.compile(r"-?\d+(?:\.\d+)?")
+_STRENGTH_CELL = re.compile(r"\|\s*(-?\d+(?:\.\d+)?)\s*\|?\s*$")
 _FENCE = re.compile(r"^\s*```[\w-]*\s*$", re.MULTILINE)
 # the completion marker as models write it: <|COMPLETE|>, ## COMPLETE|, [COMPLETE], <COMPLETE>, a lone line
 _COMPLETION = re.compile(r"<\|\s*complete\s*\|?>?|#{1,3}\s*complete\s*\|?>?|\[complete\]|<complete>"
@@ -206,6 +207,9 @@ def _add_relationship(parsed: ParsedReply, fields: list[str], record: str) -> No
         strength = found
         description_fields = fields[3:-1]
     description = clean_value(" ".join(description_fields))
+    cell = _STRENGTH_CELL.search(description)  # "... | 9 |": the strength written as a table cell
+    if found is None and cell:
+        strength, description = float(cell.group(1)), clean_value(description[: cell.start()])
     if not source or not target:
         parsed.dropped.append(f"relationship without both ends: {record[:200]}")
     elif source == target:

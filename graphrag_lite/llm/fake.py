@@ -58,6 +58,7 @@ class FakeStats:
     completions: int = 0
     embeddings: int = 0
     streams: int = 0
+    prompt_tokens: int = 0  # of every request received, answered or refused
     in_flight: int = 0
     peak_in_flight: int = 0
     started: list[float] = field(default_factory=list)
@@ -83,6 +84,7 @@ class Options:
     fenced: float = 0.0
     truncate: float = 0.0
     auth: float = 0.0
+    bad_request: int = 0  # 1: every call is refused as a bad request (400), which no retry fixes
     dim: int = 128
     seed: int = 0
     structured: int = 0  # 1: declares structured (JSON) output support
@@ -114,6 +116,7 @@ class FakeLLM(CustomLLM):
     async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
         options = Options.parse(model)
         STATS.completions += 1
+        STATS.prompt_tokens += sum(count_tokens(str(m.get("content", "")), "o200k_base") for m in messages)
         STATS.started.append(time.monotonic())
         STATS.in_flight += 1
         STATS.peak_in_flight = max(STATS.peak_in_flight, STATS.in_flight)
@@ -199,6 +202,8 @@ class FakeLLM(CustomLLM):
         return generator.random()
 
     async def _inject_fault(self, options: Options, model: str) -> None:
+        if options.bad_request:
+            raise litellm.BadRequestError("the model does not accept this request", llm_provider="fake", model=model)
         if options.auth and self._draw(options) < options.auth:
             raise litellm.AuthenticationError("invalid api key", llm_provider="fake", model=model)
         if options.rate_limit and self._draw(options) < options.rate_limit:
