@@ -19,6 +19,14 @@ def write_settings(root: Path, text: str = "") -> Path:
     return path
 
 
+@pytest.fixture(autouse=True)
+def fresh_fake_provider():
+    """Faults drawn by the fake depend on the calls before: every test starts from the same state."""
+    from graphrag_lite.llm import fake
+
+    fake.reset()
+
+
 @pytest.fixture
 def project(tmp_path: Path) -> Path:
     """A project with two small text documents and default settings."""

@@ -40,6 +40,23 @@ LOOP_CHECK = ("It appears some entities, relationships or claims may have still 
 ECHO_SHARE = 0.5  # an answer most of whose word triples come from the input text is an echo
 
 
+@dataclass
+class MarkerHabit:
+    """Whether the model ends its answers with the completion marker. Once it plainly does, an answer
+    without the marker is suspect: cut off at a record boundary, it would look complete otherwise."""
+
+    with_marker: int = 0
+    without: int = 0
+
+    def observe(self, parsed: ParsedReply) -> None:
+        if parsed.records:
+            self.with_marker += parsed.complete
+            self.without += not parsed.complete
+
+    def expected(self) -> bool:
+        return self.with_marker >= 5 and self.without <= 0.1 * self.with_marker
+
+
 @dataclass(frozen=True)
 class ExtractionRequest:
     """What one extraction stage asks of every text unit."""
@@ -53,6 +70,7 @@ class ExtractionRequest:
     json_mode: bool = False
     max_tokens: int | None = None
     grounded: bool = True
+    habit: MarkerHabit = field(default_factory=MarkerHabit, compare=False)
 
 
 @dataclass
@@ -65,7 +83,8 @@ class UnitOutcome:
     grounding: Grounding = field(default_factory=Grounding)
 
 
-def checked(parse: Callable[[str], ParsedReply], source: str, follow_up: bool) -> Callable[[str], ParsedReply]:
+def checked(parse: Callable[[str], ParsedReply], source: str, follow_up: bool,
+            habit: MarkerHabit | None = None) -> Callable[[str], ParsedReply]:
     """Accept what can be used; reject (so the gateway asks again, and never caches) an empty, cut-off,
     echoed or record-less answer. To a follow-up, an answer with no records means there is nothing more."""
 
@@ -76,6 +95,11 @@ def checked(parse: Callable[[str], ParsedReply], source: str, follow_up: bool) -
         if parsed.truncated:
             raise ParseError("the answer stops in the middle of a record (it looks cut off); give the complete "
                              "list and end it with the completion delimiter", partial=parsed)
+        if habit is not None and parsed.records and not parsed.complete and habit.expected():
+            raise ParseError("the answer has no completion delimiter, so it may be cut off; give the complete list "
+                             "and end it with the completion delimiter", partial=parsed)
+        if habit is not None:
+            habit.observe(parsed)
         if not parsed.records and parsed.dropped:
             raise ParseError(f"none of the records could be used (for example: {parsed.dropped[0][:150]})")
         if parsed.records or parsed.complete or follow_up:
@@ -111,8 +135,8 @@ async def extract_with_gleaning(gateway: Gateway, request: ExtractionRequest, te
     outcome = UnitOutcome("", None, calls=1)
     try:
         first = await gateway.chat(request.model_id, history, stage=request.stage, step="extract",
-                                   parse=checked(request.parse, text, follow_up=False), json_mode=request.json_mode,
-                                   max_tokens=request.max_tokens)
+                                   parse=checked(request.parse, text, False, request.habit),
+                                   json_mode=request.json_mode, max_tokens=request.max_tokens)
     except LLMCallError as err:
         if err.partial is None:
             raise
@@ -133,8 +157,8 @@ async def _glean(gateway: Gateway, request: ExtractionRequest, text: str, histor
         outcome.calls += 1
         try:
             more = await gateway.chat(request.model_id, history, stage=request.stage, step="glean",
-                                      parse=checked(request.parse, text, follow_up=True), json_mode=request.json_mode,
-                                      max_tokens=request.max_tokens)
+                                      parse=checked(request.parse, text, True, request.habit),
+                                      json_mode=request.json_mode, max_tokens=request.max_tokens)
         except LLMCallError as err:
             if err.partial is not None:
                 outcome.parsed.extend(err.partial)

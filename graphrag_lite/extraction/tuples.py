@@ -113,6 +113,11 @@ def _prepare(text: str, record_delimiter: str) -> tuple[str, bool]:
     return text, complete
 
 
+def without_markers(text: str) -> str:
+    """Free text (a summary) without a completion marker the model added out of habit."""
+    return " ".join(_COMPLETION.sub(" ", text).split(" ")).strip()
+
+
 def _strip_record(record: str) -> tuple[str, bool]:
     """A record without separators, list markers and its pair of parentheses; and whether it was closed."""
     record = _LEADING_MARKER.sub("", record.strip())

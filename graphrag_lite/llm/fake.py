@@ -77,9 +77,10 @@ class Options:
     latency: float = 0.0
     jitter: float = 0.0  # latency varies uniformly by this fraction either way (the mean stays `latency`)
     rate_limit: float = 0.0
-    retry_after: float = 0.05
+    retry_after: float = 0.05  # negative: a 429 without a Retry-After header
     server_error: float = 0.0
     timeout: float = 0.0
+    drop: float = 0.0  # the connection drops before an answer
     malformed: float = 0.0
     fenced: float = 0.0
     truncate: float = 0.0
@@ -210,6 +211,9 @@ class FakeLLM(CustomLLM):
             raise _rate_limited(model, options.retry_after)
         if options.server_error and self._draw(options) < options.server_error:
             raise litellm.InternalServerError("fake server error", llm_provider="fake", model=model)
+        if options.drop and self._draw(options) < options.drop:
+            raise litellm.APIConnectionError("Connection error: the server closed the connection", llm_provider="fake",
+                                             model=model)
         if options.timeout and self._draw(options) < options.timeout:
             await asyncio.sleep(3600)  # the gateway's timeout fires first
 
@@ -225,7 +229,7 @@ class FakeLLM(CustomLLM):
 
 def _rate_limited(model: str, retry_after: float | None) -> Exception:
     request = httpx.Request("POST", "http://fake.invalid/v1/chat/completions")
-    headers = {"retry-after": str(retry_after)} if retry_after is not None else {}
+    headers = {"retry-after": str(retry_after)} if retry_after is not None and retry_after >= 0 else {}
     response = httpx.Response(429, headers=headers, request=request)
     return litellm.RateLimitError("rate limited", llm_provider="fake", model=model, response=response)
 
@@ -293,6 +297,16 @@ def scripted(replies: dict[str, Any]) -> Iterator[Script]:
         yield script
     finally:
         SCRIPTS[""] = Script()
+
+
+def reset() -> None:
+    """Forget what earlier calls did (statistics, fault generators, scripts): each test starts afresh."""
+    STATS.reset()
+    SCRIPTS.clear()
+    SCRIPTS[""] = Script()
+    for item in litellm.custom_provider_map:
+        if item["provider"] == "fake":
+            item["custom_handler"]._random.clear()
 
 
 def supported_params(model: str) -> set[str]:
@@ -515,7 +529,9 @@ def summarize(first: str, last: str, prior: list[str]) -> str:
     part = first.split("Description List:")[-1]
     descriptions = [d.strip(' "[],') for d in re.split(r"\n|\",\s*\"", part) if d.strip(' "[],')]
     unique = list(dict.fromkeys(d for d in descriptions if not d.startswith("#") and len(d) > 3))
-    return " ".join(unique)[:1500] or "No description."
+    text = " ".join(unique)[:1500]
+    end = max(text.rfind(mark) for mark in ".!?\u2026")  # like a model, end with a whole sentence
+    return (text[: end + 1] if end > 0 else text.rstrip() + ".") if text else "No description."
 
 
 def table_rows(text: str, header: str) -> list[list[str]]:

@@ -13,6 +13,7 @@ import re
 from collections.abc import Callable
 
 from graphrag_lite.config import SummarizeDescriptionsConfig
+from graphrag_lite.extraction.tuples import without_markers
 from graphrag_lite.llm.gateway import Gateway, LLMCallError
 from graphrag_lite.llm.structured import ParseError, strip_reasoning
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
@@ -104,6 +105,7 @@ async def _summarize_batch(gateway: Gateway, cfg: SummarizeDescriptionsConfig, t
     return result.value
 
 
+SENTENCE_ENDS = (".", "!", "?", "\u2026", ":", ";")  # a summary cut off mid-sentence ends with none of these
 _PREAMBLE = re.compile(r"^(?:here(?:'s| is)|sure|certainly|below is|the following)\b[^\n]*:\s*\n", re.IGNORECASE)
 
 
@@ -111,9 +113,11 @@ def summary_parser(text: str) -> str:
     """The summary without a reasoning block, fences or a preamble line ("Here is the summary:")."""
     cleaned = strip_reasoning(text).strip()
     cleaned = re.sub(r"^```\w*\s*|\s*```$", "", cleaned).strip()
-    cleaned = _PREAMBLE.sub("", cleaned, count=1).strip()
+    cleaned = without_markers(_PREAMBLE.sub("", cleaned, count=1))
     if not cleaned:
         raise ParseError("the summary is empty")
+    if not cleaned.rstrip("\"'\u201d\u2019)]*_ ").endswith(SENTENCE_ENDS):
+        raise ParseError("the summary stops in the middle of a sentence (it looks cut off); give the whole summary")
     return cleaned
 
 
