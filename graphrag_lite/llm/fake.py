@@ -59,6 +59,7 @@ class FakeStats:
     embeddings: int = 0
     streams: int = 0
     prompt_tokens: int = 0  # of every request received, answered or refused
+    refused: int = 0  # 429 answers (rate limits and calls beyond the capacity)
     in_flight: int = 0
     peak_in_flight: int = 0
     started: list[float] = field(default_factory=list)
@@ -197,6 +198,9 @@ class FakeLLM(CustomLLM):
 
     # ------------------------------------------------------------ faults
 
+    def forget_draws(self) -> None:
+        self._random.clear()
+
     def _draw(self, options: Options) -> float:
         # one generator per model string, so faults of one configured model do not depend on other models
         generator = self._random.setdefault(options.key, random.Random(options.seed))
@@ -228,6 +232,7 @@ class FakeLLM(CustomLLM):
 
 
 def _rate_limited(model: str, retry_after: float | None) -> Exception:
+    STATS.refused += 1
     request = httpx.Request("POST", "http://fake.invalid/v1/chat/completions")
     headers = {"retry-after": str(retry_after)} if retry_after is not None and retry_after >= 0 else {}
     response = httpx.Response(429, headers=headers, request=request)
@@ -305,8 +310,8 @@ def reset() -> None:
     SCRIPTS.clear()
     SCRIPTS[""] = Script()
     for item in litellm.custom_provider_map:
-        if item["provider"] == "fake":
-            item["custom_handler"]._random.clear()
+        if item["provider"] == "fake" and isinstance(item["custom_handler"], FakeLLM):
+            item["custom_handler"].forget_draws()
 
 
 def supported_params(model: str) -> set[str]:

@@ -11,14 +11,15 @@ from collections import deque
 class AdaptiveConcurrency:
     """At most `limit` calls in flight, learning how many the provider serves at once.
 
-    Each call remembers how many were in flight when it started (its level). A rate-limit answer (429)
-    lowers the limit only when it tells something about capacity: when no recent call at that level or
-    above succeeded, the provider serves fewer, and the limit drops to the highest level recently served
-    (halved, at most once per `cooldown`, while nothing is known yet). A 429 at a level that other calls
-    recently passed is a random refusal (a shared quota, a busy node): it is retried, not taken as a
-    verdict. When most recent answers are 429s, the limit halves (at most once per `cooldown`), as in TCP's
-    AIMD; every `limit` successes add one back, up to the configured maximum, so the limit recovers after a
-    burst and probes again for capacity."""
+    Each call remembers how many were in flight when it started (its level). A rate-limit answer (429) at
+    some level lowers the limit below that level only when calls at that level or above are refused often
+    (more than a third of the recent ones): the provider serves fewer at once. A 429 among calls at that
+    level that mostly succeed is a random refusal (a shared quota, a busy node): it is retried, not taken as
+    a verdict on capacity. While nothing is known yet, or when most recent answers are 429s, the limit
+    halves (at most once per `cooldown`), as in TCP's AIMD; every `limit` successes add one back, up to the
+    configured maximum, so the limit recovers after a burst and probes again for capacity."""
+
+    CAPACITY_SHARE = 1 / 3  # refusals among calls at a level that mean the provider does not serve that many
 
     def __init__(self, maximum: int, cooldown: float = 1.0) -> None:
         self.maximum = maximum
@@ -29,8 +30,7 @@ class AdaptiveConcurrency:
         self._cooldown = cooldown
         self._last_decrease = -cooldown
         self._successes = 0
-        self._served: deque[int] = deque(maxlen=2 * maximum)  # levels of recent successful calls
-        self._outcomes: deque[bool] = deque(maxlen=2 * maximum)  # recent answers: True for a 429
+        self._recent: deque[tuple[int, bool]] = deque(maxlen=4 * maximum)  # (level, refused) of recent calls
         self._changed = asyncio.Condition()
 
     async def acquire(self) -> int:
@@ -44,13 +44,11 @@ class AdaptiveConcurrency:
     async def release(self, rate_limited: bool = False, level: int | None = None) -> None:
         async with self._changed:
             self.in_flight -= 1
-            self._outcomes.append(rate_limited)
+            self._recent.append((level if level is not None else self.limit, rate_limited))
             if rate_limited:
                 self._lower(level if level is not None else self.limit)
                 self._successes = 0
             else:
-                if level is not None:
-                    self._served.append(level)
                 self._successes += 1
                 if self._successes >= self.limit and self.limit < self.maximum:
                     self.limit += 1
@@ -59,11 +57,12 @@ class AdaptiveConcurrency:
 
     def _lower(self, level: int) -> None:
         now = time.monotonic()
-        served = max(self._served, default=0)
-        if 0 < served < level:  # nothing recently succeeded this high: that is the provider's capacity
-            self._set(min(self.limit, served))
+        at_or_above = [refused for seen, refused in self._recent if seen >= level]
+        served_any = any(not refused for _, refused in self._recent)
+        if len(at_or_above) >= 3 and served_any and sum(at_or_above) > self.CAPACITY_SHARE * len(at_or_above):
+            self._set(min(self.limit, max(1, level - 1)))  # the provider does not serve this many at once
         elif now - self._last_decrease >= self._cooldown and (
-                served == 0 or sum(self._outcomes) > len(self._outcomes) / 2):
+                not served_any or sum(r for _, r in self._recent) > len(self._recent) / 2):
             self._set(max(1, self.limit // 2))  # nothing known yet, or mostly refused: back off hard
             self._last_decrease = now
 
