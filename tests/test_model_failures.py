@@ -432,3 +432,17 @@ def test_a_configuration_error_beats_a_failing_call(tmp_path):
     with pytest.raises(LLMCallError):
         asyncio.run(make_gateway(tmp_path, "fake/default?server_error=1", max_retries=1).chat(
             "m", [{"role": "user", "content": "q"}], stage="t"))
+
+
+def test_content_filter_refusals_do_not_stop_the_run(tmp_path):
+    import litellm
+
+    g = make_gateway(tmp_path)
+    filtered = litellm.BadRequestError("The response was filtered due to the prompt triggering Azure OpenAI's "
+                                       "content management policy", llm_provider="azure", model="x")
+    for _ in range(5):  # each is one text unit's problem, not the model's
+        g._stop_if_always_failing("m", g.models["m"], filtered)
+    refused = litellm.BadRequestError("unknown parameter: frequency_penaltyy", llm_provider="openai", model="x")
+    with pytest.raises(LLMConfigurationError, match="same error"):
+        for _ in range(3):
+            g._stop_if_always_failing("m", g.models["m"], refused)

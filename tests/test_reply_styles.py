@@ -136,3 +136,22 @@ def test_reports_summaries_map_and_rating_replies(tmp_path, style, key):
         assert value is None, f"{style}: an unusable {key} reply was accepted: {value}"
     for text in cached_answers(g):
         STAGES[key](text)
+
+
+@pytest.mark.parametrize(("reply", "shown"), [
+    ("<think>The reports say the squad is briefed.</think>\nThe squad is briefed [Data: Reports (0)].",
+     "The squad is briefed [Data: Reports (0)]."),
+    ("Reasoning without an opening tag.</think>The answer.", "The answer."),
+])
+def test_a_final_answer_is_shown_without_the_reasoning_block(tmp_path, reply, shown):
+    from graphrag_lite.query.engine import answer_text
+
+    value, g = answer_with(tmp_path, "query_global_reduce", reply, answer_text)
+    assert value == shown
+
+
+def test_an_empty_final_answer_is_asked_again_not_shown(tmp_path):
+    from graphrag_lite.query.engine import answer_text
+
+    value, g = answer_with(tmp_path, "query_global_reduce", "", answer_text)
+    assert value is None and cached_answers(g) == []

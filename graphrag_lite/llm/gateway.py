@@ -387,7 +387,7 @@ class Gateway:
     def _stop_if_always_failing(self, model_id: str, model: ModelConfig, err: Exception) -> None:
         """A model that has never answered and fails its first calls for one reason no retry fixes (a bad
         request, an unknown model) would fail every call of the run: stop now with the provider's words."""
-        if model_id in self._answered:
+        if model_id in self._answered or _refused_content(err):  # a filtered text says nothing about the model
             return
         errors = self._early_errors.setdefault(model_id, [])
         errors.append(_describe(err, model))
@@ -597,6 +597,12 @@ def _fatal_reason(err: Exception, model_id: str, model: ModelConfig) -> str | No
     if name == "NotFoundError" or _status(err) == 404:
         return f"{where}: the provider does not know this model or deployment; check `model` and `api_base`"
     return None
+
+
+def _refused_content(err: Exception) -> bool:
+    """The provider refused this text (a content filter), not every request."""
+    text = str(err).lower()
+    return any(marker in text for marker in ("content_filter", "content management policy", "safety", "blocked"))
 
 
 def _reached_provider(err: Exception) -> bool:

@@ -21,7 +21,7 @@ from typing import Any
 
 from graphrag_lite.config import GraphRagConfig, load_config
 from graphrag_lite.llm.gateway import Gateway, LLMCallError
-from graphrag_lite.llm.structured import json_parser
+from graphrag_lite.llm.structured import ParseError, json_parser, strip_reasoning
 from graphrag_lite.nlp.extractor import sentences
 from graphrag_lite.prompts import fill, load_prompt
 from graphrag_lite.query.citations import resolve_citations
@@ -45,6 +45,14 @@ from graphrag_lite.vector_store import IndexMismatchError, check_embedding_model
 
 DEFAULT_RESPONSE_TYPE = "Multiple Paragraphs"
 OnPiece = Callable[[str], None]
+
+
+def answer_text(text: str) -> str:
+    """A final answer without the reasoning block a reasoning model puts first; an empty one is asked again."""
+    answer = strip_reasoning(text).strip()
+    if not answer:
+        raise ParseError("the answer is empty")
+    return answer
 
 
 @dataclass
@@ -239,7 +247,7 @@ class GraphRAG:
             return answer
         messages = [{"role": "system", "content": system}, {"role": "user", "content": question}]
         if on_piece is None:
-            return (await self.gateway.chat(model_id, messages, stage=stage)).text
+            return (await self.gateway.chat(model_id, messages, stage=stage, parse=answer_text)).value
         pieces = []
         async for piece in self.gateway.stream(model_id, messages, stage=stage):
             pieces.append(piece)
