@@ -446,3 +446,11 @@ def test_content_filter_refusals_do_not_stop_the_run(tmp_path):
     with pytest.raises(LLMConfigurationError, match="same error"):
         for _ in range(3):
             g._stop_if_always_failing("m", g.models["m"], refused)
+
+
+@pytest.mark.parametrize(("reply", "more"), [("N", False), ("Y", True), ("**Y**", True), ("Yes.", True),
+                                             ("<think>Anything missed? No.</think>\nN", False), ("`N`", False)])
+def test_the_check_for_more_records_reads_how_models_answer_it(reply, more):
+    from graphrag_lite.extraction.gleaning import yes_or_no
+
+    assert yes_or_no(reply) is more

@@ -171,7 +171,8 @@ async def _glean(gateway: Gateway, request: ExtractionRequest, text: str, histor
         outcome.calls += 1
         try:
             check = await gateway.chat(request.model_id, [*history, {"role": "user", "content": LOOP_CHECK}],
-                                       stage=request.stage, step="check", parse=yes_or_no, max_tokens=5)
+                                       stage=request.stage, step="check", parse=yes_or_no,
+                                       max_tokens=request.max_tokens)  # room for a reasoning model's thoughts
         except LLMCallError as err:
             outcome.partial.append(f"the check for more records failed, gleaning stopped: {err}")
             return
