@@ -21,6 +21,12 @@ class PipelineError(GraphragLiteError):
     """A pipeline file or a stage cannot run as asked."""
 
 
+class UnknownStage(PipelineError):
+    """A command names a stage the pipeline does not have (a usage error)."""
+
+    exit_code = 2
+
+
 class IndexIncomplete(GraphragLiteError):
     """The run finished, but items failed (text units, summaries, reports) or nothing was extracted: the
     tables are written and the finished work is kept; the same command retries what failed."""

@@ -29,7 +29,7 @@ from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, T
 
 from graphrag_lite import __version__
 from graphrag_lite.config import GraphRagConfig
-from graphrag_lite.errors import IndexIncomplete, PipelineError
+from graphrag_lite.errors import ConfigError, IndexIncomplete, PipelineError, UnknownStage
 from graphrag_lite.llm.ledger import BudgetExceeded, read_spend, write_spend
 from graphrag_lite.resources import data_dir
 from graphrag_lite.storage import OutputLock, OutputStore, read_json, write_json
@@ -252,18 +252,20 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
     state: dict[str, Any] = read_json(state_path) if state_path.is_file() else {}
     names = [s.name for s in pipeline.stages]
     if from_stage is not None and from_stage not in names:
-        raise PipelineError(f"--from {from_stage}: not a stage of pipeline '{pipeline.name}' ({', '.join(names)})")
+        raise UnknownStage(f"--from {from_stage}: not a stage of pipeline '{pipeline.name}' ({', '.join(names)})")
     rerun_from = names.index(from_stage) if from_stage is not None else (0 if force else len(names))
+    if _all_reusable(pipeline, config, store, state, rerun_from):  # nothing to do: write nothing at all
+        for stage in pipeline.stages:
+            console.print(f"[dim]= {stage.name}: unchanged since {state[stage.name]['finished']}, skipped[/dim]")
+        return RunSummary(status="unchanged", output_dir=store.base_dir, problems=0,
+                          stages={s.name: {**state[s.name]["stats"], "status": "unchanged, reused"}
+                                  for s in pipeline.stages})
     lock = OutputLock(store.base_dir)
     try:
         lock.acquire()
-    except PermissionError as err:
-        if _all_reusable(pipeline, config, store, state, rerun_from):
-            for stage in pipeline.stages:
-                console.print(f"[dim]= {stage.name}: unchanged since {state[stage.name]['finished']}, skipped[/dim]")
-            return RunSummary(status="unchanged", stages={}, output_dir=store.base_dir, problems=0)
-        raise PipelineError(f"cannot write to the output folder {store.base_dir} ({err.strerror}); make it writable, "
-                            "or set output.base_dir to a folder you can write") from None
+    except OSError as err:
+        raise ConfigError(f"cannot write to the output folder {store.base_dir} ({err.strerror}); make it writable, "
+                          "or set output.base_dir to a folder you can write") from None
     try:
         return _run_locked(config, pipeline, console, store, state, rerun_from, use_cache)
     finally:
@@ -323,13 +325,15 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
         status = "budget reached"
         stopped = next(s.name for s in pipeline.stages if s.name not in stats["stages"])
         stats["stages"][stopped] = {"status": "stopped by budget", "llm": models.totals(stopped)}
-        raise BudgetExceeded(f"{err} during stage {stopped}; the stages before it are complete and its finished "
-                             "model calls are cached: raise the budget and run the same command to continue") from None
-    except IndexIncomplete:
-        status = "stopped: too many failures"
+        stats["error"] = (f"{err} during stage {stopped}; the stages before it are complete and its finished model "
+                          "calls are cached: run the same command to continue (each run may spend the budget again; "
+                          "budget.scope: index counts earlier runs too)")
+        raise BudgetExceeded(stats["error"]) from None
+    except IndexIncomplete as err:
+        status, stats["error"] = "stopped: too many failures", str(err)
         raise
-    except Exception:
-        status = "failed"
+    except Exception as err:
+        status, stats["error"] = "failed", f"{type(err).__name__}: {err}"
         raise
     finally:
         stats["status"] = status

@@ -303,7 +303,7 @@ def test_a_read_only_output_folder_is_fine_when_there_is_nothing_to_do(tmp_path,
     result = index(root)
     assert result.exit_code == 0 and "skipped" in result.output
     result = index(root, "--force")
-    assert result.exit_code == 1 and "cannot write to the output folder" in result.output
+    assert result.exit_code == 2 and "cannot write to the output folder" in result.output
     assert "Permission denied" in result.output and "Traceback" not in result.output
 
 
@@ -454,3 +454,57 @@ def test_the_check_for_more_records_reads_how_models_answer_it(reply, more):
     from graphrag_lite.extraction.gleaning import yes_or_no
 
     assert yes_or_no(reply) is more
+
+
+def test_a_rerun_with_the_same_budget_goes_on_from_the_cache(tmp_path):
+    root = make_project(tmp_path, [DULCE], "budget:\n  max_cost_usd: 0.01\n")
+    first = index(root)
+    assert first.exit_code == 3
+    spent = stats(root)["llm"]["cost_usd"]
+    assert spent <= 0.01 * 1.1 and "budget reached" in stats(root)["error"]
+    STATS.reset()
+    second = index(root)
+    assert second.exit_code in (0, 3) and STATS.completions > 0  # progress, not "$0 spent and in flight"
+    assert stats(root)["llm"]["cache_hits"] > 0
+
+
+def test_a_model_that_cannot_work_stops_without_tracebacks_or_warnings(tmp_path):
+    root = make_project(tmp_path, [DULCE], chat="fake/default?bad_request=1")
+    done = subprocess.run([sys.executable, "-m", "graphrag_lite", "index", "--root", str(root)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 2 and "failed its first 3 calls with the same error" in done.stderr
+    assert "Traceback" not in done.stderr and "never awaited" not in done.stderr
+    run = stats(root)
+    assert run["status"] == "failed" and "same error" in run["error"]
+    assert run["llm"]["cost_usd"] == 0  # refused requests are not billed; their prompt tokens are counted
+    assert run["llm"]["failed_attempts"] > 0 and run["llm"]["prompt_tokens"] > 0
+
+
+def test_an_unknown_provider_is_refused_before_any_call(tmp_path):
+    root = make_project(tmp_path, [DULCE], chat="notaprovider/x")
+    done = subprocess.run([sys.executable, "-m", "graphrag_lite", "index", "--root", str(root)], capture_output=True,
+                          text=True, timeout=300)
+    assert done.returncode == 2 and "provider/name" in done.stderr and "Traceback" not in done.stderr
+
+
+def test_a_run_with_nothing_to_do_writes_nothing(tmp_path):
+    from graphrag_lite.storage import LOCK_FILE
+
+    root = make_project(tmp_path, [DULCE])
+    assert index(root).exit_code == 0
+    (root / "output" / LOCK_FILE).unlink()
+    before = {p.name: p.stat().st_mtime_ns for p in (root / "output").iterdir() if p.is_file()}
+    assert index(root).exit_code == 0
+    after = {p.name: p.stat().st_mtime_ns for p in (root / "output").iterdir() if p.is_file()}
+    assert after == before
+
+
+def test_an_answer_cache_that_cannot_be_opened_says_what_to_do(tmp_path, monkeypatch):
+    import sqlite3
+
+    def refuse(*args, **kwargs):
+        raise sqlite3.OperationalError("unable to open database file")
+
+    monkeypatch.setattr(sqlite3, "connect", refuse)
+    with pytest.raises(Exception, match="cannot open the answer cache .* --no-cache"):
+        make_gateway(tmp_path)

@@ -20,7 +20,6 @@ Entities whose names are not in the text unit are then dropped (grounding.py).
 
 from __future__ import annotations
 
-import asyncio
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -28,7 +27,7 @@ import pandas as pd
 
 from graphrag_lite.extraction.grounding import Grounding, ground, normalize
 from graphrag_lite.extraction.tuples import ParsedReply
-from graphrag_lite.llm.gateway import Gateway, LLMCallError
+from graphrag_lite.llm.gateway import Gateway, LLMCallError, gather_all
 from graphrag_lite.llm.structured import ParseError, strip_reasoning
 from graphrag_lite.prompts import fill
 
@@ -196,7 +195,7 @@ async def extract_units(gateway: Gateway, request: ExtractionRequest, units: pd.
             outcome.grounding = ground(outcome.parsed, text)
         return outcome
 
-    return list(await asyncio.gather(*(one(u, t) for u, t in zip(units["id"], units["text"], strict=True))))
+    return await gather_all(one(u, t) for u, t in zip(units["id"], units["text"], strict=True))
 
 
 @dataclass

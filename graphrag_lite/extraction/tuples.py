@@ -85,6 +85,14 @@ class ParsedReply:
         self.dropped += other.dropped
         self.complete = self.complete or other.complete
 
+    def deduplicate(self) -> ParsedReply:
+        """Each record once: a model that loops repeats the same records until it is cut off, and a repeated
+        relationship must not add to its weight."""
+        self.entities = list(dict.fromkeys(self.entities))
+        self.relationships = list(dict.fromkeys(self.relationships))
+        self.claims = list(dict.fromkeys(self.claims))
+        return self
+
     @property
     def records(self) -> int:
         return len(self.entities) + len(self.relationships) + len(self.claims)
@@ -156,7 +164,7 @@ def parse_graph_reply(text: str, tuple_delimiter: str = TUPLE_DELIMITER, record_
     for match, end in zip(matches, ends, strict=True):
         kind, delimiter = (match.group(1), match.group(2)) if match.group(1) else (match.group(3), match.group(4))
         _read_record(parsed, kind.lower(), text[match.start():end], delimiter)
-    return parsed
+    return parsed.deduplicate()
 
 
 def _read_record(parsed: ParsedReply, kind: str, raw: str, delimiter: str) -> None:
@@ -282,7 +290,7 @@ def parse_graph_json(text: str) -> ParsedReply:
             _add_json_item(parsed, item, kind)
     if not parsed.records and parsed.dropped:  # keys we do not know: asking again is the remedy
         raise ParseError(f"none of the records could be used ({parsed.dropped[0]})")
-    return parsed
+    return parsed.deduplicate()
 
 
 def _complete_objects(text: str) -> ParsedReply:
@@ -338,7 +346,7 @@ def parse_claims_reply(text: str, tuple_delimiter: str = TUPLE_DELIMITER, record
             parsed.truncated = not complete and position == len(pieces) - 1
             continue
         _add_claim(parsed, fields, record)
-    return parsed
+    return parsed.deduplicate()
 
 
 def _add_claim(parsed: ParsedReply, fields: list[str], record: str) -> None:

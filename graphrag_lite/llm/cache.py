@@ -35,12 +35,18 @@ def cache_key(kind: str, model: str, payload: Any, call_args: dict[str, Any], en
 
 class AnswerCache:
     def __init__(self, folder: Path) -> None:
-        folder.mkdir(parents=True, exist_ok=True)
         self.path = folder / "llm_cache.sqlite"
-        self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
-        self._db.execute("PRAGMA journal_mode=WAL")
-        self._db.execute("PRAGMA synchronous=NORMAL")
-        self._db.execute(SCHEMA)
+        try:
+            folder.mkdir(parents=True, exist_ok=True)
+            self._db = sqlite3.connect(self.path, timeout=30, isolation_level=None, check_same_thread=False)
+            self._db.execute("PRAGMA journal_mode=WAL")
+            self._db.execute("PRAGMA synchronous=NORMAL")
+            self._db.execute(SCHEMA)
+        except (OSError, sqlite3.Error) as err:
+            from graphrag_lite.errors import ConfigError
+
+            raise ConfigError(f"cannot open the answer cache {self.path} ({err}); make {folder} writable, set "
+                              "cache.base_dir to a folder you can write, or pass --no-cache") from None
 
     def get(self, key: str) -> Any | None:
         row = self._db.execute("SELECT value FROM answers WHERE key = ?", (key,)).fetchone()

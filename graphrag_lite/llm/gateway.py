@@ -18,7 +18,7 @@ import contextvars
 import ipaddress
 import random
 import time
-from collections.abc import AsyncIterator, Callable, Sequence
+from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from typing import Any, Generic, TypeVar
 from urllib.parse import urlparse
@@ -100,6 +100,7 @@ class Gateway:
         self._supported: dict[str, set[str]] = {}  # OpenAI parameters LiteLLM supports, per model string
         self._unreachable: dict[str, int] = {}  # connection failures of models that never answered
         self._early_errors: dict[str, list[str]] = {}  # errors of models that never answered
+        self._checked: set[str] = set()  # model ids whose provider LiteLLM knows
         self._litellm = load_litellm(self.models.values())
 
     # ------------------------------------------------------------ chat
@@ -306,7 +307,7 @@ class Gateway:
                     self.cache.put(keys[missing[position]], "embedding", vector)
 
         batches = _batches([texts[i] for i in missing], batch_size, batch_max_tokens)
-        await asyncio.gather(*(run(batch) for batch in batches))
+        await gather_all(run(batch) for batch in batches)
         return max(dimensions) if dimensions else None
 
     # ------------------------------------------------------------ transport
@@ -323,7 +324,7 @@ class Gateway:
             latency: float | None = None
             sent = time.monotonic()
             try:
-                reservation = self._reserve(model, estimate, completion)
+                reservation = await self._reserve(model, estimate, completion)
                 try:
                     response = await (call() if streamed else asyncio.wait_for(call(), timeout=model.timeout))
                 finally:
@@ -337,7 +338,7 @@ class Gateway:
             except Exception as err:  # classified below: retried, or raised with a clear message
                 rate_limited = _status(err) == 429
                 if _reached_provider(err):  # the provider read the prompt: it counts, even unanswered
-                    self._record_failed_attempt(stage, model_id, model, estimate)
+                    self._record_failed_attempt(stage, model_id, model, estimate, _timed_out(err))
                 delay = self._retry_delay(model_id, model, err, attempt)
                 if attempt == model.max_retries:
                     raise LLMCallError(f"model '{model_id}' failed {attempt + 1} times in stage {stage}: "
@@ -347,16 +348,23 @@ class Gateway:
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
-    def _reserve(self, model: ModelConfig, estimate: int, completion: int | None) -> tuple[float, int]:
-        """Reserve a call's likely cost before it is sent, so calls that waited for a slot cannot all go out
-        once the budget is spent (BudgetExceeded when this one would pass the cap)."""
-        guess = estimate // 2  # an answer is typically shorter than what it reads; a cap bounds it
-        completion_tokens = guess if completion is None else min(completion, guess)
+    async def _reserve(self, model: ModelConfig, estimate: int, completion: int | None) -> tuple[float, int]:
+        """Reserve a call's likely cost before it is sent (an answer as long as its prompt, at most
+        max_tokens), so calls that waited for a slot cannot all go out once the budget is spent. Near the
+        cap, a call waits for those in flight to be counted before it goes, or the run stops."""
+        completion_tokens = estimate if completion is None else min(completion, estimate)
         cost = model_price(self._litellm, model.model, estimate, completion_tokens) or 0.0
-        return self.ledger.reserve(cost, estimate + completion_tokens)
+        while True:
+            reservation = self.ledger.reserve(cost, estimate + completion_tokens)
+            if reservation is not None:
+                return reservation
+            await asyncio.sleep(0.05)
 
-    def _record_failed_attempt(self, stage: str, model_id: str, model: ModelConfig, prompt_tokens: int) -> None:
-        cost = model_price(self._litellm, model.model, prompt_tokens, 0)
+    def _record_failed_attempt(self, stage: str, model_id: str, model: ModelConfig, prompt_tokens: int,
+                               billed: bool) -> None:
+        """Its prompt tokens always count; its cost only when the provider may bill it (a call abandoned on
+        time-out may have been answered; refused and failed requests are not billed)."""
+        cost = (model_price(self._litellm, model.model, prompt_tokens, 0) or 0.0) if billed else 0.0
         self.ledger.add(CallRecord(stage=stage, model_id=model_id, kind="failed_attempt", prompt_tokens=prompt_tokens,
                                    completion_tokens=0, cost_usd=cost, latency_s=0.0, cache_hit=False, retries=0,
                                    parse_retries=0, ok=False))
@@ -402,7 +410,15 @@ class Gateway:
     def _model(self, model_id: str) -> ModelConfig:
         if model_id not in self.models:
             raise LLMConfigurationError(f"model id '{model_id}' is not defined under `models` in settings.yaml")
-        return self.models[model_id]
+        model = self.models[model_id]
+        if model_id not in self._checked:  # before the first call: LiteLLM knows providers offline
+            try:
+                self._litellm.get_llm_provider(model.model, api_base=model.api_base)
+            except Exception as err:
+                raise LLMConfigurationError(_fatal_reason(err, model_id, model) or
+                                            f"model '{model_id}' ({model.model}): {_describe(err, model)}") from None
+            self._checked.add(model_id)
+        return model
 
     def _limiter(self, model_id: str, model: ModelConfig) -> ModelLimiter:
         # asyncio primitives belong to one event loop; stages may each run their own loop.
@@ -485,6 +501,20 @@ class Gateway:
     def close(self) -> None:
         if self.cache is not None:
             self.cache.close()
+
+
+async def gather_all(calls: Iterable[Awaitable[T]]) -> list[T]:
+    """asyncio.gather, except that when one call raises (a budget stop, a configuration error) the others
+    are cancelled and awaited before the error goes on: nothing is left running, and nothing half-done is
+    reported at shutdown."""
+    tasks = [asyncio.ensure_future(call) for call in calls]
+    try:
+        return list(await asyncio.gather(*tasks))
+    except BaseException:
+        for task in tasks:
+            task.cancel()
+        await asyncio.gather(*tasks, return_exceptions=True)
+        raise
 
 
 def _parse(parser: Callable[[str], Any], answer: _Answer) -> Any:
@@ -597,6 +627,10 @@ def _fatal_reason(err: Exception, model_id: str, model: ModelConfig) -> str | No
     if name == "NotFoundError" or _status(err) == 404:
         return f"{where}: the provider does not know this model or deployment; check `model` and `api_base`"
     return None
+
+
+def _timed_out(err: Exception) -> bool:
+    return isinstance(err, (asyncio.TimeoutError, TimeoutError)) or type(err).__name__ == "Timeout"
 
 
 def _refused_content(err: Exception) -> bool:

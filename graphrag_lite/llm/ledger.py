@@ -43,6 +43,7 @@ class Ledger:
         self._tokens = 0
         self._reserved_cost = 0.0  # calls sent and not yet answered
         self._reserved_tokens = 0
+        self._in_flight = 0  # calls holding a reservation
 
     def add(self, record: CallRecord) -> None:
         self.records.append(record)
@@ -53,24 +54,30 @@ class Ledger:
     def spent(self) -> tuple[float, int]:
         return self._cost, self._tokens
 
-    def reserve(self, cost: float, tokens: int) -> tuple[float, int]:
-        """Count a call about to be sent at its estimated cost, or raise BudgetExceeded when the spending
-        so far, the calls in flight and this one would pass the budget. Returns what to `release`."""
-        spent_cost = self.prior_cost + self._cost + self._reserved_cost
-        spent_tokens = self.prior_tokens + self._tokens + self._reserved_tokens
-        if self.max_cost_usd is not None and spent_cost + cost > self.max_cost_usd:
-            raise BudgetExceeded(f"budget reached: ${self.prior_cost + self._cost:.4f} spent"
-                                 f"{self._earlier()} and ${self._reserved_cost:.4f} in flight, of "
-                                 f"budget.max_cost_usd=${self.max_cost_usd}")
-        if self.max_tokens is not None and spent_tokens + tokens > self.max_tokens:
-            raise BudgetExceeded(f"budget reached: {self.prior_tokens + self._tokens:,} tokens used{self._earlier()} "
-                                 f"and {self._reserved_tokens:,} in flight, of budget.max_tokens={self.max_tokens:,}")
+    def reserve(self, cost: float, tokens: int) -> tuple[float, int] | None:
+        """Count a call about to be sent at its estimated cost. None when the spending so far, the calls in
+        flight and this one would pass the budget: wait for the calls in flight (their real cost may leave
+        room) and try again. BudgetExceeded when nothing is in flight and this call would pass it."""
+        over_cost = self.max_cost_usd is not None and \
+            self.prior_cost + self._cost + self._reserved_cost + cost > self.max_cost_usd
+        over_tokens = self.max_tokens is not None and \
+            self.prior_tokens + self._tokens + self._reserved_tokens + tokens > self.max_tokens
+        if (over_cost or over_tokens) and self._in_flight:
+            return None
+        if over_cost:
+            raise BudgetExceeded(f"budget reached: ${self.prior_cost + self._cost:.4f} spent{self._earlier()}, and "
+                                 f"the next call would pass budget.max_cost_usd=${self.max_cost_usd}")
+        if over_tokens:
+            raise BudgetExceeded(f"budget reached: {self.prior_tokens + self._tokens:,} tokens used{self._earlier()}, "
+                                 f"and the next call would pass budget.max_tokens={self.max_tokens:,}")
         self._reserved_cost += cost
         self._reserved_tokens += tokens
+        self._in_flight += 1
         return cost, tokens
 
     def release(self, reservation: tuple[float, int]) -> None:
-        self._reserved_cost -= reservation[0]
+        self._in_flight -= 1
+        self._reserved_cost = max(0.0, self._reserved_cost - reservation[0]) if self._in_flight else 0.0
         self._reserved_tokens -= reservation[1]
 
     def _earlier(self) -> str:
@@ -100,7 +107,7 @@ def summarize(records: list[CallRecord]) -> dict[str, Any]:
         "prompt_tokens": sum(r.prompt_tokens for r in sent),
         "completion_tokens": sum(r.completion_tokens for r in sent),
         "cost_usd": round(sum(r.cost_usd or 0.0 for r in sent), 6),
-        "unpriced_calls": sum(r.cost_usd is None for r in sent if r.kind != "failed_attempt"),
+        "unpriced_calls": sum(r.cost_usd is None and r.prompt_tokens > 0 for r in sent if r.kind != "failed_attempt"),
         "retries": sum(r.retries for r in calls),
         "failed_attempts": len(records) - len(calls),
         "parse_retries": sum(r.parse_retries for r in calls),

@@ -20,7 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from graphrag_lite.config import GraphRagConfig, load_config
-from graphrag_lite.llm.gateway import Gateway, LLMCallError
+from graphrag_lite.llm.gateway import Gateway, LLMCallError, gather_all
 from graphrag_lite.llm.structured import ParseError, json_parser, strip_reasoning
 from graphrag_lite.nlp.extractor import sentences
 from graphrag_lite.prompts import fill, load_prompt
@@ -174,7 +174,7 @@ class GraphRAG:
                 return []
             return result.value.points
 
-        points = [p for found in await asyncio.gather(*(map_one(b) for b in batches)) for p in found]
+        points = [p for found in await gather_all(map_one(b) for b in batches) for p in found]
         reports_table = ContextTable("Reports", ["id", "title", "content", "rank"],
                                      [row for batch in batches for row in batch.rows])
         report_data, used_points = reduce_context(points, cfg.max_context_tokens)

@@ -21,7 +21,7 @@ from pydantic import BaseModel, Field, field_validator
 
 from graphrag_lite.graph.report_context import ChildReport, Context, ContextBuilder
 from graphrag_lite.ids import stable_id
-from graphrag_lite.llm.gateway import Gateway, LLMCallError
+from graphrag_lite.llm.gateway import Gateway, LLMCallError, gather_all
 from graphrag_lite.llm.structured import json_parser, number_from_text
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 from graphrag_lite.prompts import fill, load_prompt
@@ -121,11 +121,11 @@ async def _write_level(gateway: Gateway, model_id: str, template: str, contexts:
             result = await gateway.chat(model_id, messages, stage="community_reports", parse=parse, json_mode=True)
             return community, (result.value, "ok")
         except LLMCallError as err:
-            return community, (None, f"failed: {err}")
+            return community, (None, f"{err}")
         finally:
             advance()
 
-    return dict(await asyncio.gather(*(one(c, ctx) for c, ctx in contexts.items())))
+    return dict(await gather_all(one(c, ctx) for c, ctx in contexts.items()))
 
 
 def report_row(record: dict[str, Any], report: Report | None, status: str) -> tuple[Any, ...]:

@@ -14,7 +14,7 @@ from collections.abc import Callable
 
 from graphrag_lite.config import SummarizeDescriptionsConfig
 from graphrag_lite.extraction.tuples import without_markers
-from graphrag_lite.llm.gateway import Gateway, LLMCallError
+from graphrag_lite.llm.gateway import Gateway, LLMCallError, gather_all
 from graphrag_lite.llm.structured import ParseError, strip_reasoning
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 from graphrag_lite.prompts import fill, load_prompt
@@ -63,7 +63,7 @@ async def summarize_all(gateway: Gateway | None, cfg: SummarizeDescriptionsConfi
         finally:
             advance()
 
-    return list(await asyncio.gather(*(one(s, d) for s, d in zip(subjects, lists, strict=True))))
+    return await gather_all(one(s, d) for s, d in zip(subjects, lists, strict=True))
 
 
 async def summarize(gateway: Gateway, cfg: SummarizeDescriptionsConfig, template: str, subject: str,
