@@ -506,5 +506,5 @@ def test_an_answer_cache_that_cannot_be_opened_says_what_to_do(tmp_path, monkeyp
         raise sqlite3.OperationalError("unable to open database file")
 
     monkeypatch.setattr(sqlite3, "connect", refuse)
-    with pytest.raises(Exception, match="cannot open the answer cache .* --no-cache"):
+    with pytest.raises(Exception, match=r"cannot open the answer cache .* --no-cache"):
         make_gateway(tmp_path)

@@ -146,7 +146,7 @@ def test_reports_summaries_map_and_rating_replies(tmp_path, style, key):
 def test_a_final_answer_is_shown_without_the_reasoning_block(tmp_path, reply, shown):
     from graphrag_lite.query.engine import answer_text
 
-    value, g = answer_with(tmp_path, "query_global_reduce", reply, answer_text)
+    value, _ = answer_with(tmp_path, "query_global_reduce", reply, answer_text)
     assert value == shown
 
 
