@@ -52,7 +52,7 @@ def gateway(tmp_path: Path, structured: bool = False) -> Gateway:
 def extract(tmp_path: Path, key: str, reply: str) -> tuple[UnitOutcome, Gateway, ExtractionRequest]:
     """One text unit through the extraction runner, the model answering `reply` where `key` says."""
     claims = key == "extract_claims"
-    json_mode = key == "extract_graph_json"
+    json_mode = key.startswith("extract_graph_json")
     request = ExtractionRequest(stage="extract_claims" if claims else "extract_graph", model_id="m", template=PROMPT,
                                 parse=parse_claims_reply if claims else parse_graph_json if json_mode else
                                 parse_graph_reply, continue_prompt=CONTINUE_CLAIMS if claims else CONTINUE_GRAPH,
