@@ -508,3 +508,28 @@ def test_an_answer_cache_that_cannot_be_opened_says_what_to_do(tmp_path, monkeyp
     monkeypatch.setattr(sqlite3, "connect", refuse)
     with pytest.raises(Exception, match=r"cannot open the answer cache .* --no-cache"):
         make_gateway(tmp_path)
+
+
+def test_a_summary_cut_at_a_full_stop_is_caught_by_what_it_leaves_out(tmp_path):
+    from graphrag_lite.config import SummarizeDescriptionsConfig
+    from graphrag_lite.stages.summarize_descriptions import summarize
+
+    descriptions = ["Alex Mercer is an agent of the Paranormal Military Squad.",
+                    "Alex Mercer doubts the protocols but complies with Taylor Cruz.",
+                    "Alex Mercer descends into Dulce base with the team."]
+    cut = "Alex Mercer is an agent of the Paranormal Military Squad."  # a reply cut after its first sentence
+    whole = ("Alex Mercer is an agent of the Paranormal Military Squad who doubts its protocols yet complies "
+             "with Taylor Cruz, and descends with the team into Dulce base.")
+    template = "Summarize the descriptions of {entity_name}.\nDescription List: {description_list}\nOutput:"
+
+    def run(script):
+        g = make_gateway(tmp_path / str(len(script)))
+        with scripted(script):
+            return asyncio.run(summarize(g, SummarizeDescriptionsConfig(model_id="m"), template, "ALEX MERCER",
+                                         descriptions)), g
+
+    summary, g = run({"summarize_descriptions": [cut, whole]})
+    assert summary == whole and cached_texts(g) == [whole] and STATS.completions == 2
+    STATS.reset()
+    summary, g = run({"summarize_descriptions": [cut], "unused": []})  # a model that always leaves one out
+    assert summary == cut and cached_texts(g) == [cut] and STATS.completions == 2  # asked once more, then kept

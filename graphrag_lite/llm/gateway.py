@@ -135,11 +135,15 @@ class Gateway:
             except ParseError as err:
                 partial = err.partial if err.partial is not None else partial
                 problems.append(str(err))
-                if problems[-2:-1] == problems[-1:]:  # the same failure twice: asking again will not help
+                repeated = problems[-2:-1] == problems[-1:]  # the same failure twice: asking again will not help
+                if err.soft and (repeated or parse_attempt == model.max_parse_retries):
+                    value = err.partial  # a wish the model does not meet: its answer stands
+                elif repeated:
                     break
-                conversation += [{"role": "assistant", "content": answer.text},
-                                 {"role": "user", "content": CORRECTION.format(error=err)}]
-                continue
+                else:
+                    conversation += [{"role": "assistant", "content": answer.text},
+                                     {"role": "user", "content": CORRECTION.format(error=err)}]
+                    continue
             self._record(stage, model_id, "chat", spent, started, parse_attempt, ok=True)
             if self.cache is not None:
                 self.cache.put(key, "chat", {"text": answer.text})
@@ -154,6 +158,12 @@ class Gateway:
             return None
         try:
             value = parser(cached["text"])
+        except ParseError as err:
+            if not err.soft:  # stored by an older parser that accepted more; ask the model again
+                assert self.cache is not None
+                self.cache.delete(key)
+                return None
+            value = err.partial
         except Exception:  # stored by an older parser that accepted more; ask the model again
             assert self.cache is not None
             self.cache.delete(key)

@@ -18,11 +18,14 @@ _REASONING = re.compile(r"<think(?:ing)?>.*?(?:</think(?:ing)?>|\Z)", re.DOTALL 
 
 class ParseError(ValueError):
     """The answer does not have the required form; the message tells the model what was wrong. `partial`
-    carries what could still be used of it (the complete records of a cut-off answer), or None."""
+    carries what could still be used of it (the complete records of a cut-off answer), or None. A `soft`
+    error is a wish, not a requirement: the model is asked once more, and if it answers the same way its
+    answer (`partial`) is accepted and cached."""
 
-    def __init__(self, message: str, partial: Any = None) -> None:
+    def __init__(self, message: str, partial: Any = None, soft: bool = False) -> None:
         super().__init__(message)
         self.partial = partial
+        self.soft = soft
 
 
 def strip_reasoning(text: str) -> str:

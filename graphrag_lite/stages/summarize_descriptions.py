@@ -101,11 +101,40 @@ async def _summarize_batch(gateway: Gateway, cfg: SummarizeDescriptionsConfig, t
         return batch[0]
     prompt = fill(template, entity_name=subject, description_list="\n".join(sorted(batch)), max_length=cfg.max_length)
     result = await gateway.chat(cfg.model_id, [{"role": "user", "content": prompt}], stage="summarize_descriptions",
-                                parse=summary_parser, max_tokens=cfg.max_completion_tokens)
+                                parse=covering(subject, batch), max_tokens=cfg.max_completion_tokens)
     return result.value
 
 
-SENTENCE_ENDS = (".", "!", "?", "\u2026", ":", ";")  # a summary cut off mid-sentence ends with none of these
+def _stems(text: str, leave_out: frozenset[str] | set[str] = frozenset()) -> set[str]:
+    """Content words cut to six letters, so that a paraphrase's word forms still match."""
+    return {w[:6] for w in re.findall(r"[^\W\d_]{4,}", text.lower()) if w not in leave_out} - _COMMON
+
+
+def covering(subject: str, descriptions: list[str]) -> Callable[[str], str]:
+    """A summary parser that also wants each description represented (the prompt asks for a comprehensive
+    summary): a summary that leaves out the last descriptions was most likely cut off, even when it ends
+    with a full stop. A soft check: asked again once, a model that still leaves one out has its summary kept
+    (and cached)."""
+    name = set(re.findall(r"\w+", subject.lower()))
+    stems = [_stems(d, name) for d in descriptions]
+    # what only this description says: near-identical descriptions share most of their words
+    wanted = [words - set().union(*(other for j, other in enumerate(stems) if j != i)) for i, words in enumerate(stems)]
+
+    def parse(text: str) -> str:
+        summary = summary_parser(text)
+        found = _stems(summary, name)
+        missed = sum(1 for words in wanted if words and not words & found)
+        if missed:
+            raise ParseError(f"the summary leaves out {missed} of the {len(descriptions)} descriptions; summarize "
+                             "every one of them", partial=summary, soft=True)
+        return summary
+
+    return parse
+
+
+_COMMON = {w[:6] for w in """about also after their there these those which while where when with from into that this
+have been were will would could should other some such than then them they what your more most very only""".split()}  # noqa: SIM905
+SENTENCE_ENDS = (".", "!", "?", "\u2026")  # a summary cut off mid-sentence ends with none of these
 _PREAMBLE = re.compile(r"^(?:here(?:'s| is)|sure|certainly|below is|the following)\b[^\n]*:\s*\n", re.IGNORECASE)
 
 
