@@ -517,9 +517,10 @@ def test_a_summary_cut_at_a_full_stop_is_caught_by_what_it_leaves_out(tmp_path):
     descriptions = ["Alex Mercer is an agent of the Paranormal Military Squad.",
                     "Alex Mercer doubts the protocols but complies with Taylor Cruz.",
                     "Alex Mercer descends into Dulce base with the team."]
-    cut = "Alex Mercer is an agent of the Paranormal Military Squad."  # a reply cut after its first sentence
-    whole = ("Alex Mercer is an agent of the Paranormal Military Squad who doubts its protocols yet complies "
-             "with Taylor Cruz, and descends with the team into Dulce base.")
+    # the prompt lists the descriptions sorted; a reply cut after its first sentence covers only the first
+    cut = "Alex Mercer descends into Dulce base with the team."
+    whole = ("Alex Mercer descends into Dulce base with the team. He doubts the protocols but complies with "
+             "Taylor Cruz, as an agent of the Paranormal Military Squad.")
     template = "Summarize the descriptions of {entity_name}.\nDescription List: {description_list}\nOutput:"
 
     def run(script):

@@ -112,19 +112,21 @@ def _stems(text: str, leave_out: frozenset[str] | set[str] = frozenset()) -> set
 
 def covering(subject: str, descriptions: list[str]) -> Callable[[str], str]:
     """A summary parser that also wants each description represented (the prompt asks for a comprehensive
-    summary): a summary that leaves out the last descriptions was most likely cut off, even when it ends
-    with a full stop. A soft check: asked again once, a model that still leaves one out has its summary kept
-    (and cached)."""
+    summary): a summary that covers the first descriptions and none of the last ones was most likely cut
+    off, even when it ends with a full stop. A soft check: asked again once, a model that still leaves one
+    out has its summary kept (and cached)."""
     name = set(re.findall(r"\w+", subject.lower()))
-    stems = [_stems(d, name) for d in descriptions]
+    stems = [_stems(d, name) for d in sorted(descriptions)]  # in the prompt's order
     # what only this description says: near-identical descriptions share most of their words
     wanted = [words - set().union(*(other for j, other in enumerate(stems) if j != i)) for i, words in enumerate(stems)]
 
     def parse(text: str) -> str:
         summary = summary_parser(text)
         found = _stems(summary, name)
-        missed = sum(1 for words in wanted if words and not words & found)
-        if missed:
+        covered = [bool(words & found) for words in wanted if words]  # descriptions that say something of their own
+        missed = covered.count(False)
+        # the first descriptions covered and the last ones not: the shape of an answer that stopped early
+        if missed and covered == sorted(covered, reverse=True):
             raise ParseError(f"the summary leaves out {missed} of the {len(descriptions)} descriptions; summarize "
                              "every one of them", partial=summary, soft=True)
         return summary
