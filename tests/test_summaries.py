@@ -33,8 +33,18 @@ def test_pack_respects_the_budget():
 
 def test_long_description_lists_are_folded(tmp_path):
     STATS.reset()
-    descriptions = [f"Fact number {i}: " + "detail " * 60 for i in range(12)]
+    places = ["Lisbon", "Madrid", "Paris", "Berlin", "Vienna", "Prague", "Warsaw", "Dublin", "Oslo", "Athens",
+              "Rome", "Bern"]
+    descriptions = [f"Fact about {place}: " + "detail " * 60 for place in places]  # each says something new
     cfg = SummarizeDescriptionsConfig(max_input_tokens=400)
     out = asyncio.run(summarize_all(gateway(tmp_path), cfg, TEMPLATE, ["ALICE"], [descriptions], [], lambda: None))
     assert STATS.completions > 2  # batches first, then the summaries of the batches
     assert out[0]
+
+
+def test_descriptions_that_one_of_them_says_entirely_need_no_call(tmp_path):
+    STATS.reset()
+    out = asyncio.run(summarize_all(gateway(tmp_path), SummarizeDescriptionsConfig(), TEMPLATE, ["TECH SHOW"],
+                                    [["Hello and welcome to Behind the Tech.", "Hello, welcome to Behind the Tech!"]],
+                                    [], lambda: None))
+    assert out == ["Hello and welcome to Behind the Tech."] and STATS.completions == 0

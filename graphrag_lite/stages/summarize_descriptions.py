@@ -31,7 +31,9 @@ def run(ctx: StageContext) -> StageResult:
     subjects = list(entities["title"]) + [f"{s}, {t}" for s, t in zip(relationships["source"],
                                                                             relationships["target"], strict=True)]
     lists = [list(d) for d in entities["descriptions"]] + [list(d) for d in relationships["descriptions"]]
-    needing = sum(len(d) > 1 for d in lists)
+    several = [len(d) > 1 for d in lists]
+    needing = sum(many and says_it_all(subject, d) is None for many, subject, d in zip(several, subjects, lists,
+                                                                                     strict=True))
     problems: list[str] = []
     with ctx.bar(needing, "summaries") as advance:
         summaries = asyncio.run(summarize_all(ctx.llm if needing else None, cfg, template, subjects, lists,
@@ -41,9 +43,11 @@ def run(ctx: StageContext) -> StageResult:
     return StageResult(
         tables={"summarized_entities": entity_table, "summarized_relationships": relationship_table},
         summary=f"{needing} of {len(lists)} entities and relationships had several descriptions and were "
-                f"summarized; the rest kept their single description",
+                f"summarized; {sum(several) - needing} had several, one of which said it all (kept, no call); the "
+                "rest kept their single description",
         problems=problems,
-        details={"summarized": needing, "kept_verbatim": len(lists) - needing},
+        details={"summarized": needing, "one_said_it_all": sum(several) - needing,
+                 "kept_verbatim": len(lists) - sum(several)},
         complete=not problems,
     )
 
@@ -54,6 +58,8 @@ async def summarize_all(gateway: Gateway | None, cfg: SummarizeDescriptionsConfi
     async def one(subject: str, descriptions: list[str]) -> str:
         if len(descriptions) <= 1:
             return descriptions[0] if descriptions else ""
+        if (complete := says_it_all(subject, descriptions)) is not None:
+            return complete
         assert gateway is not None
         try:
             return await summarize(gateway, cfg, template, subject, descriptions)
@@ -108,6 +114,15 @@ async def _summarize_batch(gateway: Gateway, cfg: SummarizeDescriptionsConfig, t
 def _stems(text: str, leave_out: frozenset[str] | set[str] = frozenset()) -> set[str]:
     """Content words cut to six letters, so that a paraphrase's word forms still match."""
     return {w[:6] for w in re.findall(r"[^\W\d_]{4,}", text.lower()) if w not in leave_out} - _COMMON
+
+
+def says_it_all(subject: str, descriptions: list[str]) -> str | None:
+    """The longest description when it already holds every content word of the others ("Hello and welcome",
+    "Hello, welcome"): it is their summary, and no model call is needed."""
+    name = set(re.findall(r"\w+", subject.lower()))
+    longest = max(descriptions, key=len)
+    everything = set().union(*(_stems(d, name) for d in descriptions))
+    return longest if everything <= _stems(longest, name) else None
 
 
 def covering(subject: str, descriptions: list[str]) -> Callable[[str], str]:
