@@ -254,7 +254,8 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
     if from_stage is not None and from_stage not in names:
         raise UnknownStage(f"--from {from_stage}: not a stage of pipeline '{pipeline.name}' ({', '.join(names)})")
     rerun_from = names.index(from_stage) if from_stage is not None else (0 if force else len(names))
-    if _all_reusable(pipeline, config, store, state, rerun_from):  # nothing to do: write nothing at all
+    reusable = _reusable_prefix(pipeline, config, store, state, rerun_from)
+    if reusable == len(names):  # nothing to do: write nothing at all
         for stage in pipeline.stages:
             console.print(f"[dim]= {stage.name}: unchanged since {state[stage.name]['finished']}, skipped[/dim]")
         return RunSummary(status="unchanged", output_dir=store.base_dir, problems=0,
@@ -267,26 +268,32 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
         raise ConfigError(f"cannot write to the output folder {store.base_dir} ({err.strerror}); make it writable, "
                           "or set output.base_dir to a folder you can write") from None
     try:
-        return _run_locked(config, pipeline, console, store, state, rerun_from, use_cache)
+        current: dict[str, Any] = read_json(state_path) if state_path.is_file() else {}
+        if current != state:  # another run finished in between: judge again by what it left
+            state, reusable = current, _reusable_prefix(pipeline, config, store, current, rerun_from)
+        return _run_locked(config, pipeline, console, store, state, (rerun_from, reusable), use_cache)
     finally:
         lock.release()
 
 
-def _all_reusable(pipeline: Pipeline, config: GraphRagConfig, store: OutputStore, state: dict[str, Any],
-                  rerun_from: int) -> bool:
+def _reusable_prefix(pipeline: Pipeline, config: GraphRagConfig, store: OutputStore, state: dict[str, Any],
+                     rerun_from: int) -> int:
+    """How many leading stages can be reused as they are (their outputs are hashed once, here)."""
     digests: dict[str, str] = {}
     for position, stage in enumerate(pipeline.stages):
         previous = state.get(stage.name, {})
         if position >= rerun_from or not _reusable(previous, _fingerprint(stage, config, digests), store, stage,
                                                    config):
-            return False
+            return position
         digests.update(previous["outputs"])
-    return True
+    return len(pipeline.stages)
 
 
 def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, store: OutputStore,
-                state: dict[str, Any], rerun_from: int, use_cache: bool) -> RunSummary:
-    state_path = store.base_dir / STATE_FILE
+                state: dict[str, Any], plan: tuple[int, int], use_cache: bool) -> RunSummary:
+    """Run the pipeline; `plan` is (the first stage --force/--from re-runs, how many leading stages were
+    already found reusable)."""
+    rerun_from, reusable = plan
     stats: dict[str, Any] = {"pipeline": pipeline.name, "version": __version__, "status": "running",
                              "started": _now(), "stages": {}}
     run_started = time.perf_counter()
@@ -298,22 +305,16 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
     try:
         with progress:
             for position, stage in enumerate(pipeline.stages):
-                fingerprint = _fingerprint(stage, config, digests)
+                fingerprint = _fingerprint(stage, config, digests) if position >= reusable else ""
                 previous = state.get(stage.name, {})
-                if position < rerun_from and _reusable(previous, fingerprint, store, stage, config):
+                if position < reusable or (position < rerun_from and _reusable(previous, fingerprint, store, stage,
+                                                                               config)):
                     digests.update(previous["outputs"])
                     stats["stages"][stage.name] = {**previous["stats"], "status": "unchanged, reused"}
                     console.print(f"[dim]= {stage.name}: unchanged since {previous['finished']}, skipped[/dim]")
                     continue
-                state.pop(stage.name, None)  # a failed or interrupted re-run must not look reusable
-                write_json(state_path, state)
-                result, stage_stats = _run_stage(stage, config, store, progress, models)
-                outputs = {name: store.write(name, result.tables[name]) for name in stage.writes}
-                digests.update(outputs)
-                state[stage.name] = {"fingerprint": fingerprint if result.complete else None, "outputs": outputs,
-                                     "finished": _now(), "stats": stage_stats,
-                                     "external": _external(stage, config)}
-                write_json(state_path, state)
+                result, stage_stats = _run_and_record(stage, config, store, state, fingerprint, progress, models)
+                digests.update(state[stage.name]["outputs"])
                 stats["stages"][stage.name] = stage_stats
                 _print_stage(console, stage.name, stage_stats)
                 _write_stats(store, stats, run_started)
@@ -336,21 +337,30 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
         status, stats["error"] = "failed", f"{type(err).__name__}: {err}"
         raise
     finally:
+        incomplete = [name for name, s in stats["stages"].items() if str(s.get("status", "")).startswith("ran with")]
+        if status == "completed" and incomplete:
+            status = "completed with failures"
         stats["status"] = status
         stats["llm"] = models.totals()
         _write_stats(store, stats, run_started)
         models.close()
-    return _summary(status, stats, store)
-
-
-def _summary(status: str, stats: dict[str, Any], store: OutputStore) -> RunSummary:
-    incomplete = [name for name, s in stats["stages"].items() if str(s.get("status", "")).startswith("ran with")]
-    if incomplete:
-        stats["status"] = status = "completed with failures"
-        write_json(store.base_dir / STATS_FILE, stats)
     problems = sum(len(s.get("problems", [])) for s in stats["stages"].values())
     return RunSummary(status=status, stages=stats["stages"], output_dir=store.base_dir, problems=problems,
                       llm=stats["llm"], incomplete=incomplete)
+
+
+def _run_and_record(stage: Stage, config: GraphRagConfig, store: OutputStore, state: dict[str, Any],
+                    fingerprint: str, progress: Progress, models: ModelAccess) -> tuple[StageResult, dict[str, Any]]:
+    """Run one stage and write its tables and its state entry (reusable only when no item failed)."""
+    state_path = store.base_dir / STATE_FILE
+    state.pop(stage.name, None)  # a failed or interrupted re-run must not look reusable
+    write_json(state_path, state)
+    result, stage_stats = _run_stage(stage, config, store, progress, models)
+    outputs = {name: store.write(name, result.tables[name]) for name in stage.writes}
+    state[stage.name] = {"fingerprint": fingerprint if result.complete else None, "outputs": outputs,
+                         "finished": _now(), "stats": stage_stats, "external": _external(stage, config)}
+    write_json(state_path, state)
+    return result, stage_stats
 
 
 def _stop_if_mostly_failed(stage: str, result: StageResult, config: GraphRagConfig) -> None:

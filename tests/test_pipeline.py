@@ -151,3 +151,18 @@ def test_stage_must_return_what_it_declares(project, monkeypatch):
                         Stage(**{**chunk.__dict__, "run": lambda ctx: StageResult(tables={})}))
     with pytest.raises(PipelineError, match="did not produce"):
         index(project)
+
+
+def test_reusable_stages_are_checked_once_per_run(project, monkeypatch):
+    index(project)
+    seen = []
+    original = OutputStore.digest
+
+    def counting(self, name):
+        seen.append(name)
+        return original(self, name)
+
+    monkeypatch.setattr(OutputStore, "digest", counting)
+    summary, _ = index(project, "chunking.size=50")  # load_documents reusable, chunk_text re-runs
+    assert statuses(summary) == {"load_documents": "unchanged, reused", "chunk_text": "ran"}
+    assert seen.count("input_documents") == 1  # hashed when the run was planned, not again when it ran

@@ -79,11 +79,12 @@ class ParsedReply:
 
     def extend(self, other: ParsedReply) -> None:
         """Add another reply's records (a gleaning), leaving out exact repeats of records already here."""
-        self.entities += [e for e in dict.fromkeys(other.entities) if e not in set(self.entities)]
-        self.relationships += [r for r in dict.fromkeys(other.relationships) if r not in set(self.relationships)]
-        self.claims += [c for c in dict.fromkeys(other.claims) if c not in set(self.claims)]
+        self.entities += other.entities
+        self.relationships += other.relationships
+        self.claims += other.claims
         self.dropped += other.dropped
         self.complete = self.complete or other.complete
+        self.deduplicate()
 
     def deduplicate(self) -> ParsedReply:
         """Each record once: a model that loops repeats the same records until it is cut off, and a repeated
@@ -145,8 +146,8 @@ def _strip_record(record: str) -> tuple[str, bool]:
     return record.strip(), closed
 
 
-def parse_graph_reply(text: str, tuple_delimiter: str = TUPLE_DELIMITER, record_delimiter: str = RECORD_DELIMITER,
-                      completion: str = COMPLETION_DELIMITER) -> ParsedReply:
+def parse_graph_reply(text: str, tuple_delimiter: str = TUPLE_DELIMITER, record_delimiter: str = RECORD_DELIMITER
+                      ) -> ParsedReply:
     text, complete = _prepare(text, record_delimiter)
     matches = list(_RECORD_START.finditer(text))
     if not matches:  # the model chose another format: JSON, or Markdown tables
@@ -329,8 +330,8 @@ def parse_markdown_tables(text: str, complete: bool) -> ParsedReply:
     return parsed
 
 
-def parse_claims_reply(text: str, tuple_delimiter: str = TUPLE_DELIMITER, record_delimiter: str = RECORD_DELIMITER,
-                       completion: str = COMPLETION_DELIMITER) -> ParsedReply:
+def parse_claims_reply(text: str, tuple_delimiter: str = TUPLE_DELIMITER, record_delimiter: str = RECORD_DELIMITER
+                       ) -> ParsedReply:
     text, complete = _prepare(text, record_delimiter)
     parsed = ParsedReply(complete=complete)
     pieces = [p for p in re.split(re.escape(record_delimiter) + r"|\)\s*\n\s*(?:\d{1,3}[.)]\s*|[-*]\s*)?\(", text)

@@ -101,6 +101,7 @@ class Gateway:
         self._unreachable: dict[str, int] = {}  # connection failures of models that never answered
         self._early_errors: dict[str, list[str]] = {}  # errors of models that never answered
         self._checked: set[str] = set()  # model ids whose provider LiteLLM knows
+        self._unit_prices: dict[str, tuple[float, float] | None] = {}  # USD per prompt and completion token
         self._litellm = load_litellm(self.models.values())
 
     # ------------------------------------------------------------ chat
@@ -158,16 +159,12 @@ class Gateway:
             return None
         try:
             value = parser(cached["text"])
-        except ParseError as err:
-            if not err.soft:  # stored by an older parser that accepted more; ask the model again
+        except Exception as err:
+            if not (isinstance(err, ParseError) and err.soft):  # stored by an older parser that accepted more
                 assert self.cache is not None
                 self.cache.delete(key)
                 return None
-            value = err.partial
-        except Exception:  # stored by an older parser that accepted more; ask the model again
-            assert self.cache is not None
-            self.cache.delete(key)
-            return None
+            value = err.partial  # a soft wish the model did not meet when it answered: its answer stood
         return ChatResult(value=value, text=cached["text"], cached=True)
 
     async def _send_chat(self, model_id: str, model: ModelConfig, messages: Messages, args: dict[str, Any],
@@ -210,11 +207,15 @@ class Gateway:
             if chunk.choices:
                 pieces.append(chunk.choices[0].delta.content or "")
                 finish = chunk.choices[0].finish_reason or finish
-        text = "".join(pieces)
+        return self._streamed(model, "".join(pieces), usage, estimate, 0, finish)
+
+    def _streamed(self, model: ModelConfig, text: str, usage: Any, estimate: int, retries: int,
+                  finish: str | None = None) -> _Answer:
+        """A streamed answer's accounting: the usage the provider sent, or counts of what arrived."""
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or estimate)
         completion_tokens = int(getattr(usage, "completion_tokens", 0) or count_tokens(text, TOKEN_ENCODING))
-        cost = model_price(self._litellm, model.model, prompt_tokens, completion_tokens)
-        return _Answer(text, prompt_tokens, completion_tokens, cost, 0, finish)
+        return _Answer(text, prompt_tokens, completion_tokens, self._price(model, prompt_tokens, completion_tokens),
+                       retries, finish)
 
     async def stream(self, model_id: str, messages: Messages, *, stage: str) -> AsyncIterator[str]:
         """An answer as it is generated. A cached answer comes at once; a new one is cached once complete and
@@ -251,11 +252,8 @@ class Gateway:
             raise LLMCallError(f"model '{model_id}' stopped in the middle of its answer: {_describe(err, model)}"
                                ) from None
         text = "".join(pieces)
-        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or estimate)
-        completion_tokens = int(getattr(usage, "completion_tokens", 0) or count_tokens(text, TOKEN_ENCODING))
-        cost = model_price(self._litellm, model.model, prompt_tokens, completion_tokens)
-        self._record(stage, model_id, "chat", _Answer(text, prompt_tokens, completion_tokens, cost, retries), started,
-                     0, ok=bool(text.strip()))
+        self._record(stage, model_id, "chat", self._streamed(model, text, usage, estimate, retries), started, 0,
+                     ok=bool(text.strip()))
         if text.strip() and self.cache is not None:
             self.cache.put(key, "chat", {"text": text})
 
@@ -363,18 +361,29 @@ class Gateway:
         max_tokens), so calls that waited for a slot cannot all go out once the budget is spent. Near the
         cap, a call waits for those in flight to be counted before it goes, or the run stops."""
         completion_tokens = estimate if completion is None else min(completion, estimate)
-        cost = model_price(self._litellm, model.model, estimate, completion_tokens) or 0.0
+        cost = self._price(model, estimate, completion_tokens) or 0.0
         while True:
             reservation = self.ledger.reserve(cost, estimate + completion_tokens)
             if reservation is not None:
                 return reservation
             await asyncio.sleep(0.05)
 
+    def _price(self, model: ModelConfig, prompt_tokens: int, completion_tokens: int) -> float | None:
+        """USD from the model's per-token prices, looked up once per model: this runs before every call, and
+        LiteLLM's look-up is slow for a model it does not know."""
+        if model.model not in self._unit_prices:
+            per_prompt = model_price(self._litellm, model.model, 1000, 0)  # the base tier of tiered prices
+            per_completion = model_price(self._litellm, model.model, 0, 1000)
+            self._unit_prices[model.model] = None if per_prompt is None or per_completion is None else (
+                per_prompt / 1000, per_completion / 1000)
+        prices = self._unit_prices[model.model]
+        return None if prices is None else prompt_tokens * prices[0] + completion_tokens * prices[1]
+
     def _record_failed_attempt(self, stage: str, model_id: str, model: ModelConfig, prompt_tokens: int,
                                billed: bool) -> None:
         """Its prompt tokens always count; its cost only when the provider may bill it (a call abandoned on
         time-out may have been answered; refused and failed requests are not billed)."""
-        cost = (model_price(self._litellm, model.model, prompt_tokens, 0) or 0.0) if billed else 0.0
+        cost = (self._price(model, prompt_tokens, 0) or 0.0) if billed else 0.0
         self.ledger.add(CallRecord(stage=stage, model_id=model_id, kind="failed_attempt", prompt_tokens=prompt_tokens,
                                    completion_tokens=0, cost_usd=cost, latency_s=0.0, cache_hit=False, retries=0,
                                    parse_retries=0, ok=False))
@@ -654,9 +663,8 @@ def _reached_provider(err: Exception) -> bool:
     that never connected."""
     if _is_connection_failure(err):
         return False
-    return _status(err) is not None or isinstance(err, (asyncio.TimeoutError, TimeoutError)) \
-        or type(err).__name__ in ("Timeout", "RateLimitError", "InternalServerError", "ServiceUnavailableError",
-                                  "BadGatewayError", "BadRequestError")
+    return _status(err) is not None or _timed_out(err) or type(err).__name__ in (
+        "RateLimitError", "InternalServerError", "ServiceUnavailableError", "BadGatewayError", "BadRequestError")
 
 
 def _is_connection_failure(err: BaseException) -> bool:

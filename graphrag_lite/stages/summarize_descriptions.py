@@ -31,34 +31,38 @@ def run(ctx: StageContext) -> StageResult:
     subjects = list(entities["title"]) + [f"{s}, {t}" for s, t in zip(relationships["source"],
                                                                             relationships["target"], strict=True)]
     lists = [list(d) for d in entities["descriptions"]] + [list(d) for d in relationships["descriptions"]]
-    several = [len(d) > 1 for d in lists]
-    needing = sum(many and says_it_all(subject, d) is None for many, subject, d in zip(several, subjects, lists,
-                                                                                     strict=True))
+    several = sum(len(d) > 1 for d in lists)
     problems: list[str] = []
-    with ctx.bar(needing, "summaries") as advance:
-        summaries = asyncio.run(summarize_all(ctx.llm if needing else None, cfg, template, subjects, lists,
-                                              problems, advance))
+    said_it_all: list[str] = []
+    with ctx.bar(several, "summaries") as advance:
+        summaries = asyncio.run(summarize_all(ctx.llm if several else None, cfg, template, subjects, lists,
+                                              problems, advance, said_it_all))
+    needing = several - len(said_it_all)
     entity_table = entities.drop(columns=["descriptions"]).assign(description=summaries[: len(entities)])
     relationship_table = relationships.drop(columns=["descriptions"]).assign(description=summaries[len(entities):])
     return StageResult(
         tables={"summarized_entities": entity_table, "summarized_relationships": relationship_table},
         summary=f"{needing} of {len(lists)} entities and relationships had several descriptions and were "
-                f"summarized; {sum(several) - needing} had several, one of which said it all (kept, no call); the "
-                "rest kept their single description",
+                f"summarized; {len(said_it_all)} had several, one of which said it all (kept, no call); the rest "
+                "kept their single description",
         problems=problems,
-        details={"summarized": needing, "one_said_it_all": sum(several) - needing,
-                 "kept_verbatim": len(lists) - sum(several)},
+        details={"summarized": needing, "one_said_it_all": len(said_it_all), "kept_verbatim": len(lists) - several},
         complete=not problems,
     )
 
 
 async def summarize_all(gateway: Gateway | None, cfg: SummarizeDescriptionsConfig, template: str,
                         subjects: list[str], lists: list[list[str]], problems: list[str],
-                        advance: Callable[[], None]) -> list[str]:
+                        advance: Callable[[], None], said_it_all: list[str] | None = None) -> list[str]:
+    """One description per subject; `said_it_all` gets the subjects whose longest description was kept
+    because it holds everything the others say (no call)."""
     async def one(subject: str, descriptions: list[str]) -> str:
         if len(descriptions) <= 1:
             return descriptions[0] if descriptions else ""
         if (complete := says_it_all(subject, descriptions)) is not None:
+            advance()
+            if said_it_all is not None:
+                said_it_all.append(subject)
             return complete
         assert gateway is not None
         try:
