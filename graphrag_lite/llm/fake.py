@@ -118,7 +118,8 @@ class FakeLLM(CustomLLM):
     async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
         options = Options.parse(model)
         STATS.completions += 1
-        STATS.prompt_tokens += sum(count_tokens(str(m.get("content", "")), "o200k_base") for m in messages)
+        prompt_tokens = sum(count_tokens(str(m.get("content", "")), "o200k_base") for m in messages)
+        STATS.prompt_tokens += prompt_tokens
         STATS.started.append(time.monotonic())
         STATS.in_flight += 1
         STATS.peak_in_flight = max(STATS.peak_in_flight, STATS.in_flight)
@@ -133,14 +134,13 @@ class FakeLLM(CustomLLM):
                 await self._inject_fault(options, model)
         finally:
             STATS.in_flight -= 1
+        completion_tokens = count_tokens(text, "o200k_base")
         max_tokens = (kwargs.get("optional_params") or {}).get("max_tokens")
-        if max_tokens and count_tokens(text, "o200k_base") > max_tokens:  # cut where a real model stops
-            text, finish = _first_tokens(text, int(max_tokens)), "length"
+        if max_tokens and completion_tokens > max_tokens:  # cut where a real model stops
+            text, finish, completion_tokens = _first_tokens(text, int(max_tokens)), "length", int(max_tokens)
         response: ModelResponse = kwargs.get("model_response") or ModelResponse()
         response.choices[0].message.content = text
         response.choices[0].finish_reason = finish  # type: ignore[assignment]
-        prompt_tokens = sum(count_tokens(str(m.get("content", "")), "o200k_base") for m in messages)
-        completion_tokens = count_tokens(text, "o200k_base")
         response.usage = Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,  # type: ignore[attr-defined]
                                total_tokens=prompt_tokens + completion_tokens)
         response.model = options.name

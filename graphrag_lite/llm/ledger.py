@@ -9,7 +9,6 @@ from pathlib import Path
 from typing import Any
 
 from graphrag_lite.errors import GraphragLiteError
-from graphrag_lite.storage import write_json
 
 
 class BudgetExceeded(GraphragLiteError):
@@ -133,5 +132,7 @@ def write_spend(output_dir: Path, ledger: Ledger) -> None:
     cost, tokens = ledger.spent()
     if not cost and not tokens:
         return
+    from graphrag_lite.storage import write_json  # imported here: storage brings pandas and pyarrow with it
+
     earlier_cost, earlier_tokens = read_spend(output_dir)
     write_json(output_dir / SPEND_FILE, {"cost_usd": round(earlier_cost + cost, 6), "tokens": earlier_tokens + tokens})
