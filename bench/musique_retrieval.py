@@ -13,22 +13,23 @@ paragraphs are all among the context's source text units.
 
 from __future__ import annotations
 
+import argparse
 import asyncio
 import json
-import statistics
+import subprocess
+import sys
 import tempfile
 import time
 from pathlib import Path
 
 import pandas as pd
+import yaml
 from musique_graph import DEFAULT, raw_tables, summarized
+from retrieval_eval import Scores, basic_packed, basic_rows, local_rows, with_settings
 
 from graphrag_lite.config import GraphRagConfig, ModelConfig, OutputConfig, VectorStoreConfig
 from graphrag_lite.graph.merge import merge_graph
-from graphrag_lite.query.context import pack
 from graphrag_lite.query.engine import GraphRAG
-from graphrag_lite.query.local import build_local_context, name_matches
-from graphrag_lite.query.retrieval import by_keywords, by_vector, fuse
 from graphrag_lite.stages.cluster_graph import finalize_graph
 from graphrag_lite.stages.finalize_text_units import finalize
 from graphrag_lite.storage import OutputStore, write_json
@@ -49,7 +50,7 @@ def build_index(folder: Path) -> GraphRAG:
     units = pd.DataFrame({"id": [f"paragraph-{i}" for i in range(len(docs))], "human_readable_id": range(len(docs)),
                           "text": [d["passage"] for d in docs],
                           "n_tokens": [count_tokens(d["passage"], "o200k_base") for d in docs],
-                          "document_id": [f"document-{i}" for i in range(len(docs))]})
+                          "document_id": [f"paragraph-{i}" for i in range(len(docs))]})
     merged = merge_graph(*raw_tables(DEFAULT))
     entities, relationships, communities = finalize_graph(summarized(merged.entities),
                                                           summarized(merged.relationships), 10, 0xDEADBEEF, True)
@@ -78,58 +79,64 @@ def build_index(folder: Path) -> GraphRAG:
     return rag
 
 
-def gold_units(question: dict, by_text: dict[tuple[str, str], int]) -> set[int]:
-    return {by_text[(p["title"], p["paragraph_text"].strip())] for p in question["paragraphs"] if p["is_supporting"]}
+def build_fast_index(folder: Path) -> GraphRAG:
+    """`graphrag-lite index --method fast` over the same paragraphs (title and text, as HippoRAG gives them),
+    one document per paragraph: rule-based entities, keyword search only."""
+    docs = json.loads(DEFAULT.read_text())["docs"]
+    (folder / "input").mkdir()
+    with open(folder / "input" / "paragraphs.jsonl", "w") as out:
+        for i, doc in enumerate(docs):
+            out.write(json.dumps({"pid": f"paragraph-{i}", "title": doc["title"], "text": doc["passage"]}) + "\n")
+    (folder / "settings.yaml").write_text("input:\n  title_column: title\n  id_column: pid\n"
+                                          "embed_text:\n  model_id: null\nlocal_search:\n  embedding_model_id: null\n"
+                                          "basic_search:\n  embedding_model_id: null\n")
+    subprocess.run([sys.executable, "-m", "graphrag_lite", "index", "--root", str(folder), "--method", "fast"],
+                   check=True, stdout=subprocess.DEVNULL)
+    return GraphRAG.from_config(folder)
 
 
-def local_sources(rag: GraphRAG, question: str, vector: list[float]) -> set[int]:
-    cfg = rag.config.local_search
-    db = connect(rag.config.vector_store.db_uri)
-    rankings = [name_matches(rag.index, question),
-                by_keywords(db, "entity_description", question, cfg.top_k_entities * 3),
-                by_vector(db, "entity_description", vector, cfg.top_k_entities * 3)]
-    n = cfg.retrieved_text_units
-    units = fuse([by_vector(db, "text_unit_text", vector, n), by_keywords(db, "text_unit_text", question, n)], n)
-    context = build_local_context(rag.index, cfg, fuse(rankings, cfg.top_k_entities), 2, units)
-    return {row["id"] for table in context.tables if table.name == "Sources" for row in table.rows}
+def gold_paragraphs(question: dict, by_text: dict[tuple[str, str], int]) -> set[str]:
+    return {f"paragraph-{by_text[(p['title'], p['paragraph_text'].strip())]}" for p in question["paragraphs"]
+            if p["is_supporting"]}
 
 
-def basic_sources(rag: GraphRAG, question: str, vector: list[float], k: int) -> set[int]:
-    db = connect(rag.config.vector_store.db_uri)
-    found = fuse([by_vector(db, "text_unit_text", vector, k), by_keywords(db, "text_unit_text", question, k)], k)
-    units = rag.index.text_units.set_index("id", drop=False).loc[found]
-    rows = [{"id": int(h), "text": t} for h, t in zip(units["human_readable_id"], units["text"], strict=True)]
-    return {row["id"] for row in pack("Sources", ["id", "text"], rows, BUDGET).rows}
+def paragraphs_of(rag: GraphRAG, rows: list[dict]) -> set[str]:
+    """The paragraphs (documents) whose text units are among the context's sources."""
+    document_of = dict(zip(rag.index.text_units["human_readable_id"], rag.index.text_units["document_id"],
+                           strict=True))
+    return {document_of[row["id"]] for row in rows}
 
 
 def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--method", choices=["standard", "fast"], default="standard")
+    parser.add_argument("--set", dest="overrides", action="append", default=[],
+                        help="local_search settings for the local run, e.g. --set ppr_damping=0.7")
+    args = parser.parse_args()
     corpus = json.loads(CORPUS.read_text())
     by_text = {(c["title"], c["text"].strip()): i for i, c in enumerate(corpus)}
     questions = json.loads(QUESTIONS.read_text())
     with tempfile.TemporaryDirectory() as folder:
         started = time.perf_counter()
-        rag = build_index(Path(folder))
-        built = time.perf_counter() - started
-        print(f"index: {len(rag.index.text_units):,} text units, {len(rag.index.entities):,} entities, "
-              f"{len(rag.index.communities):,} communities (built and embedded in {built:.1f} s)")
-        latencies, local_hits, basic_hits, basic_budget_hits = [], 0, 0, 0
+        rag = (build_index if args.method == "standard" else build_fast_index)(Path(folder))
+        overrides = {k: yaml.safe_load(v) for k, v in (o.split("=", 1) for o in args.overrides)}
+        rag = with_settings(rag, local_search=overrides)
+        print(f"{args.method} index: {len(rag.index.text_units):,} text units, {len(rag.index.entities):,} "
+              f"entities, {len(rag.index.communities):,} communities (built in {time.perf_counter() - started:.1f} s)")
+        methods = {"local (ppr)": (rag, local_rows),
+                   "local (fusion)": (with_settings(rag, local_search={"source_ranking": "fusion"}), local_rows),
+                   f"basic packed to {BUDGET:,} tokens": (basic_packed(rag), basic_rows),
+                   "basic k=10 (the default)": (rag, basic_rows)}
+        scores = Scores()
         for q in questions:
-            gold = gold_units(q, by_text)
-            began = time.perf_counter()  # the local context's latency includes embedding the question
-            vector = asyncio.run(rag.embed_question("default_embedding_model", q["question"]))
-            local = local_sources(rag, q["question"], vector)
-            latencies.append(time.perf_counter() - began)
-            local_hits += gold <= local
-            basic_hits += gold <= basic_sources(rag, q["question"], vector, rag.config.basic_search.k)
-            basic_budget_hits += gold <= basic_sources(rag, q["question"], vector, 200)
-        latencies.sort()
-        n = len(questions)
-        print(f"local context build: median {statistics.median(latencies) * 1000:.0f} ms, "
-              f"p95 {latencies[int(0.95 * (n - 1))] * 1000:.0f} ms (question embedding + retrieval + packing)")
-        print(f"retrieval recall (all gold paragraphs in the context), {n} questions, {BUDGET:,}-token budget:")
-        print(f"  local search (sources get 50% of the budget): {local_hits / n:.2f}")
-        print(f"  basic search, k=10 (the default):            {basic_hits / n:.2f}")
-        print(f"  basic search, filled to the budget:          {basic_budget_hits / n:.2f}")
+            gold = gold_paragraphs(q, by_text)
+            hops = f"{q['id'][0]} hops"
+            for name, (searcher, rows_of) in methods.items():
+                build = lambda: rows_of(searcher, q["question"])  # noqa: B023, E731 - called at once
+                rows = scores.timed(build) if name == "local (ppr)" else build()
+                scores.add(name, hops, gold, paragraphs_of(searcher, rows))
+        scores.print(f"MuSiQue, {len(questions)} questions, {BUDGET:,}-token context, no LLM "
+                     f"({args.method} index; local settings {overrides or 'default'}):")
 
 
 if __name__ == "__main__":

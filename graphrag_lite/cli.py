@@ -268,6 +268,15 @@ def _query(method: str, question: str, root: Path, config: Path | None, set_: li
             console.rule("usage")
             console.print(describe_llm_totals(result.usage) if result.usage else "no model calls", highlight=False)
             console.print(f"context budgets (tokens): {result.budgets}", highlight=False)
+            for number, hop in enumerate(result.rounds[1:], start=2):
+                found = f"linked {', '.join(hop['linked_entities']) or 'nothing'}, {len(hop['new_sources'])} new " \
+                        "sources" if hop["query"] else "the model found the context enough"
+                console.print(f"round {number}: {hop['query'] or '-'} ({found}; {hop['calls']} calls, "
+                              f"{hop['tokens']:,} tokens)", markup=False, highlight=False)
+            for section in result.sections:
+                console.print(f"  {section['name']}: {section['used']:,} of {section['cap']:,} tokens, "
+                              f"{section['rows']} of {section['candidates']} rows ({section['why']})",
+                              markup=False, highlight=False)
 
     _guarded(verbose, run)
 
@@ -277,12 +286,16 @@ def query_local(
     question: Annotated[str, typer.Argument(help="the question")],
     root: RootOption = Path("."), config: ConfigOption = None, set_: SetOption = None,
     response_type: ResponseTypeOption = "Multiple Paragraphs", community_level: LevelOption = 2,
+    hops: Annotated[int | None, typer.Option("--hops", min=1, max=5, help="retrieval rounds; from 2 the model "
+                                             "names what the context still lacks and the next round follows "
+                                             "it (default: local_search.hops)")] = None,
     streaming: StreamingOption = False, as_json: JsonOption = False, explain: ExplainOption = False,
     no_cache: NoCacheOption = False, verbose: VerboseOption = False,
 ) -> None:
     """Answer from the neighbourhood of the entities the question is about (entities, relationships, claims,
     their communities' reports and the source text)."""
-    _query("local", question, root, config, set_, response_type, community_level, streaming, as_json, explain,
+    overrides = [*(set_ or []), *([f"local_search.hops={hops}"] if hops else [])]
+    _query("local", question, root, config, overrides, response_type, community_level, streaming, as_json, explain,
            no_cache, verbose)
 
 

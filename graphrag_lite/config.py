@@ -178,8 +178,24 @@ class LocalSearchConfig(Section):
     text_unit_prop: float = Field(0.5, ge=0, le=1, description="share of the context for source text units; the "
                                   "rest is for entities, relationships and claims")
     retrieved_text_units: int = Field(50, ge=0, description="text units found for the question directly (vector "
-                                      "and keyword search) and fused with the linked entities' units; 0: only "
-                                      "the entities' units, as in GraphRAG")
+                                      "and keyword search), ranked with the linked entities' units; 0: sources "
+                                      "come from the linked entities alone (with fusion, their own units, as in "
+                                      "GraphRAG)")
+    source_ranking: Literal["ppr", "fusion"] = Field(
+        "ppr", description="how source text units are ranked: ppr, a personalized PageRank walk over entities and "
+        "text units from the linked entities and the directly retrieved units (finds the bridge passages of "
+        "multi-hop questions); fusion: the linked entities' units in link order, fused with direct retrieval")
+    ppr_damping: float = Field(0.5, gt=0, lt=1, description="ppr: probability that the walk goes on at each step "
+                               "rather than restarting at a seed (higher reaches farther from the question)")
+    ppr_unit_weight: float = Field(0.5, ge=0, description="ppr: restart mass of the directly retrieved text units, "
+                                   "relative to the linked entities' (1)")
+    hops: int = Field(1, ge=1, le=5, description="retrieval rounds (`query local --hops`); from 2, the chat model "
+                      "reads each round's context and names what is still missing (the bridge entity of a "
+                      "multi-hop question), and the next round follows that lead: one extra call per round")
+    hop_prompt: Path | None = Field(None, description="prompt that asks for the next hop; unset: the packaged "
+                                    "default")
+    hop_context_tokens: int = Field(4000, ge=500, description="tokens of context the model reads to name the next "
+                                    "hop (entities, relationships, then sources)")
 
 
 class GlobalSearchConfig(Section):

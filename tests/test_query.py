@@ -47,20 +47,36 @@ def test_every_method_answers_the_fixture_queries_in_every_mode(novella, method,
                                      for row in rows)
 
 
-def test_local_context_has_every_section_within_its_share_of_the_budget(novella):
+def test_local_context_sections_stay_within_their_caps_and_sources_get_the_rest(novella):
     rag = GraphRAG.from_config(novella, overrides=["local_search.max_context_tokens=6000"])
     result = rag.local_search("Who is Agent Alex Mercer and what are his goals?")
     assert {"Reports", "Entities", "Relationships", "Sources"} <= {k for k, rows in result.context.items() if rows}
-    assert result.budgets == {"reports": 900, "sources": 3000, "graph": 2100}
-    sections = result.context_text.split("-----")
-    for name, share in (("Reports", 900), ("Sources", 3000)):
-        text = "-----" + name + "-----" + sections[sections.index(name) + 1]
-        assert count_tokens(text, "o200k_base") <= share
-    graph_text = "".join("-----" + n + "-----" + sections[sections.index(n) + 1]
-                         for n in ("Entities", "Relationships") if n in sections)
-    assert count_tokens(graph_text, "o200k_base") <= 2100
+    sections = {s["name"]: s for s in result.sections}
+    assert sections["Reports"]["cap"] == 900 and sections["Entities"]["cap"] == 2100
+    graph_used = sum(sections[n]["used"] for n in ("Entities", "Relationships", "Claims"))
+    assert graph_used <= 2100 and all(s["used"] <= s["cap"] and s["rows"] <= s["candidates"] for s in result.sections)
+    assert sections["Sources"]["cap"] == 6000 - sections["Reports"]["used"] - graph_used
+    assert result.budgets["Sources"] == sections["Sources"]["cap"] >= 3000  # text_unit_prop is a minimum
+    parts = result.context_text.split("-----")
+    for name in ("Reports", "Sources"):
+        text = "-----" + name + "-----" + parts[parts.index(name) + 1]
+        assert count_tokens(text, "o200k_base") <= sections[name]["cap"]
+    assert count_tokens(result.context_text, "o200k_base") <= 6000
     linked = [row["entity"] for row in result.context["Entities"]]
     assert linked[0] == "ALEX MERCER"  # named in the question: linked first
+
+
+def test_shares_the_reports_and_graph_leave_unused_flow_to_the_sources(novella):
+    settings = ["local_search.max_context_tokens=6000", "local_search.community_prop=0.5",
+                "local_search.text_unit_prop=0.2", "local_search.top_k_entities=1"]
+    result = GraphRAG.from_config(novella, overrides=settings).local_search("Who is Sam Rivera?")
+    sections = {s["name"]: s for s in result.sections}
+    assert sections["Reports"]["used"] < 3000  # one entity's reports do not fill half the budget ...
+    assert sections["Sources"]["used"] > 6000 * 0.2 + 500  # ... and what they leave goes to source text
+    assert "left" in sections["Sources"]["why"]
+    explained = cli("query", "local", "Who is Sam Rivera?", "--root", novella, "--explain", *(
+        x for s in settings for x in ("--set", s)))
+    assert explained.exit_code == 0 and re.search(r"Sources: [\d,]+ of [\d,]+ tokens", explained.output)
 
 
 def test_in_network_relationships_come_first(novella):
@@ -135,7 +151,7 @@ def test_dynamic_community_selection_descends_only_into_relevant_reports(novella
 
 
 def test_local_sources_fuse_entity_units_with_directly_retrieved_units(novella):
-    rag = GraphRAG.from_config(novella)
+    rag = GraphRAG.from_config(novella, overrides=["local_search.source_ranking=fusion"])
     entities = rag.index.entities.set_index("title")
     linked = [entities.loc["ALEX MERCER", "id"]]
     units = rag.index.text_units
@@ -147,7 +163,8 @@ def test_local_sources_fuse_entity_units_with_directly_retrieved_units(novella):
     ids = lambda context: [r["id"] for t in context.tables if t.name == "Sources" for r in t.rows]  # noqa: E731
     hrid = int(outside["human_readable_id"].iloc[0])
     assert hrid in ids(fused)[:2] and hrid not in ids(only)  # a direct hit ranks high; entity-only misses it
-    off = GraphRAG.from_config(novella, overrides=["local_search.retrieved_text_units=0"])
+    off = GraphRAG.from_config(novella, overrides=["local_search.retrieved_text_units=0",
+                                                  "local_search.source_ranking=fusion"])
     result = off.local_search("Who is Jordan Hayes?")
     titles = {row["entity"] for row in result.context["Entities"]}
     linked_units = {u for t, ids in zip(off.index.entities["title"], off.index.entities["text_unit_ids"], strict=True)

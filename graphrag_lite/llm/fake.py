@@ -594,6 +594,24 @@ def map_points(first: str, last: str, prior: list[str]) -> str:
     return json.dumps({"points": points[:5]})
 
 
+def _is_next_hop(first: str, last: str) -> bool:
+    return "---Information found so far---" in first
+
+
+def next_hop(first: str, last: str, prior: list[str]) -> str:
+    """The far end of the first relationship that leaves the entities the question names (the bridge a
+    model would follow next), or ENOUGH when there is none."""
+    asked = _words(first.split("---Question---")[-1].split("---Information found so far---")[0])
+    searched = first.split("---Already searched (do not repeat)---")[-1].split("---")[0].splitlines()
+    for row in table_rows(first, "Relationships"):
+        ends = row[1:3] if len(row) > 2 else []
+        named = [e for e in ends if _words(e) and _words(e) <= asked]
+        others = [e for e in ends if e not in named and e not in searched]
+        if named and others:
+            return others[0]
+    return "ENOUGH"
+
+
 def rate_relevance(first: str, last: str, prior: list[str]) -> str:
     question = _words(first.split("---Question---")[1].split("---Report---")[0])
     shared = question & _words(first.split("---Report---")[-1])
@@ -639,6 +657,7 @@ ROUTES: list[tuple[Callable[[str, str], bool], Callable[[str, str, list[str]], s
     (_is_graph, graph_extraction),
     (_is_summary, summarize),
     (_is_rating, rate_relevance),
+    (_is_next_hop, next_hop),
     (_is_report, community_report),
     (_is_map, map_points),
 ]

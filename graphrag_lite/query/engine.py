@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, field
+from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
 from typing import Any
@@ -37,9 +37,10 @@ from graphrag_lite.query.global_search import (
     reduce_context,
     select_reports,
 )
+from graphrag_lite.query.hops import HopRound, follow_up_query, hop_context, merged_seeds
 from graphrag_lite.query.index import IndexTables
-from graphrag_lite.query.local import build_local_context, name_matches
-from graphrag_lite.query.retrieval import by_keywords, by_vector, fuse
+from graphrag_lite.query.local import LocalContext, build_local_context, name_matches
+from graphrag_lite.query.retrieval import by_keywords, by_vector, fuse, fuse_scores
 from graphrag_lite.tables import records
 from graphrag_lite.vector_store import IndexMismatchError, check_embedding_model, connect, read_manifest
 
@@ -66,6 +67,8 @@ class SearchResult:
     problems: list[str] = field(default_factory=list)
     budgets: dict[str, int] = field(default_factory=dict)
     _index: IndexTables | None = field(default=None, repr=False)
+    sections: list[dict[str, Any]] = field(default_factory=list)  # local search: tokens per section, and why
+    rounds: list[dict[str, Any]] = field(default_factory=list)  # local search: each retrieval round
 
     def citations(self) -> dict[str, list[dict[str, Any]]]:
         """Every id the answer cites, resolved to its row (sources to document title and chunk text)."""
@@ -75,7 +78,8 @@ class SearchResult:
     def to_dict(self) -> dict[str, Any]:
         return {"method": self.method, "question": self.question, "answer": self.answer,
                 "context": self.context, "citations": self.citations(), "usage": self.usage,
-                "problems": self.problems, "budgets": self.budgets}
+                "problems": self.problems, "budgets": self.budgets, "sections": self.sections,
+                "rounds": self.rounds}
 
 
 class GraphRAG:
@@ -102,22 +106,89 @@ class GraphRAG:
         return asyncio.run(self.alocal_search(question, **options))
 
     async def alocal_search(self, question: str, response_type: str = DEFAULT_RESPONSE_TYPE,
-                            community_level: int = 2, on_piece: OnPiece | None = None) -> SearchResult:
+                            community_level: int = 2, on_piece: OnPiece | None = None,
+                            hops: int | None = None) -> SearchResult:
+        """`hops` (default `local_search.hops`): retrieval rounds; from 2, the model names what the context
+        still lacks after each round, and the next round follows that lead."""
+        cfg = self.config.local_search
+        context, rounds = await self._local_rounds(question, community_level, hops or cfg.hops)
+        prompt = load_prompt(cfg.prompt, "local_search_system_prompt.txt", required=("context_data",))
+        result = await self._answer("local", question, cfg.chat_model_id, prompt, context.tables, response_type,
+                                    on_piece, budgets=context.budgets)
+        result.sections = [asdict(s) for s in context.sections]
+        result.rounds = [asdict(r) for r in rounds]
+        result.problems += [p for r in rounds for p in r.problems]
+        return result
+
+    async def alocal_context(self, question: str, community_level: int = 2) -> LocalContext:
+        """The context local search sends with the question (one retrieval round)."""
+        entities, units = await self._link(question)
+        return build_local_context(self.index, self.config.local_search, entities, community_level, units)
+
+    async def _link(self, text: str) -> tuple[dict[str, float], dict[str, float]]:
+        """Entities the text is about (names in it, keyword and vector matches of entity descriptions) and
+        text units found for it directly, each with its fused score, best first."""
         cfg = self.config.local_search
         pool = cfg.top_k_entities * 3
-        rankings = [name_matches(self.index, question),
-                    by_keywords(self._db(), "entity_description", question, pool)]
-        unit_rankings = [by_keywords(self._db(), "text_unit_text", question, cfg.retrieved_text_units)]
+        rankings = [name_matches(self.index, text), by_keywords(self._db(), "entity_description", text, pool)]
+        unit_rankings = [by_keywords(self._db(), "text_unit_text", text, cfg.retrieved_text_units)]
         if cfg.embedding_model_id and self._has_vectors():
-            vector = await self.embed_question(cfg.embedding_model_id, question)
+            vector = await self.embed_question(cfg.embedding_model_id, text)
             rankings.append(by_vector(self._db(), "entity_description", vector, pool))
             unit_rankings.append(by_vector(self._db(), "text_unit_text", vector, cfg.retrieved_text_units))
-        linked = fuse(rankings, cfg.top_k_entities)
-        units = fuse(unit_rankings, cfg.retrieved_text_units) if cfg.retrieved_text_units else []
-        context = build_local_context(self.index, cfg, linked, community_level, units)
-        prompt = load_prompt(cfg.prompt, "local_search_system_prompt.txt", required=("context_data",))
-        return await self._answer("local", question, cfg.chat_model_id, prompt, context.tables, response_type,
-                                  on_piece, budgets=context.budgets)
+        units = fuse_scores(unit_rankings, cfg.retrieved_text_units) if cfg.retrieved_text_units else {}
+        return fuse_scores(rankings, cfg.top_k_entities), units
+
+    async def _local_rounds(self, question: str, level: int, hops: int) -> tuple[LocalContext, list[HopRound]]:
+        cfg = self.config.local_search
+        entities, units = await self._link(question)
+        seeds, unit_seeds = [entities], [units]
+        context = build_local_context(self.index, cfg, entities, level, units)
+        rounds = [HopRound(question, self._titles(context.entity_ids), _source_ids(context.tables))]
+        if hops > 1 and cfg.chat_model_id is None:
+            rounds[0].problems.append(f"{hops} hops need a chat model (local_search.chat_model_id); one round ran")
+            return context, rounds
+        while len(rounds) < hops:
+            hop = await self._next_hop(question, context, [r.query for r in rounds[1:]])
+            if hop.query.casefold() in (r.query.casefold() for r in rounds[1:]):
+                hop.problems.append(f"the model asked again for '{hop.query}', already searched: rounds end here")
+                hop.query = ""
+            if hop.query == "":  # the model found the context enough, or named no new lead
+                rounds.append(hop)
+                break
+            entities, units = await self._link(hop.query)
+            seeds.append(entities)
+            unit_seeds.append(units)
+            before = set(_source_ids(context.tables))
+            context = build_local_context(self.index, cfg, merged_seeds(seeds), level, merged_seeds(unit_seeds),
+                                          entity_limit=cfg.top_k_entities * len(seeds))
+            hop.linked_entities = self._titles(list(entities))
+            hop.new_sources = [i for i in _source_ids(context.tables) if i not in before]
+            rounds.append(hop)
+        return context, rounds
+
+    async def _next_hop(self, question: str, context: LocalContext, searched: list[str]) -> HopRound:
+        """Ask the model what the context still lacks: a search query, or "" when it says it is enough."""
+        cfg = self.config.local_search
+        assert cfg.chat_model_id is not None
+        template = load_prompt(cfg.hop_prompt, "local_search_hop_prompt.txt",
+                               required=("context_data", "question", "searched"))
+        prompt = fill(template, question=question, searched="\n".join(searched) or "(nothing yet)",
+                      context_data=render(hop_context(context.tables, cfg.hop_context_tokens)))
+        before = self.gateway.ledger.totals("query_local_hop")
+        try:
+            reply = await self.gateway.chat(cfg.chat_model_id, [{"role": "user", "content": prompt}],
+                                            stage="query_local_hop", parse=follow_up_query)
+            query, problems = reply.value or "", []
+        except LLMCallError as err:
+            query, problems = "", [f"the model named no next hop, so the answer uses the rounds so far: {err}"]
+        after = self.gateway.ledger.totals("query_local_hop")
+        tokens = sum(after[k] - before[k] for k in ("prompt_tokens", "completion_tokens"))
+        return HopRound(query, [], [], after["calls"] - before["calls"], tokens, problems)
+
+    def _titles(self, entity_ids: list[str]) -> list[str]:
+        titles = dict(zip(self.index.entities["id"], self.index.entities["title"], strict=True))
+        return [titles[e] for e in entity_ids if e in titles]
 
     # ------------------------------------------------------------ basic
 
@@ -127,17 +198,23 @@ class GraphRAG:
     async def abasic_search(self, question: str, response_type: str = DEFAULT_RESPONSE_TYPE,
                             on_piece: OnPiece | None = None) -> SearchResult:
         cfg = self.config.basic_search
+        sources = await self.abasic_context(question)
+        prompt = load_prompt(cfg.prompt, "basic_search_system_prompt.txt", required=("context_data",))
+        return await self._answer("basic", question, cfg.chat_model_id, prompt, [sources], response_type, on_piece,
+                                  budgets={"Sources": cfg.max_context_tokens})
+
+    async def abasic_context(self, question: str) -> ContextTable:
+        """The `basic_search.k` text units most similar to the question (vector and keyword search fused),
+        packed to `basic_search.max_context_tokens`."""
+        cfg = self.config.basic_search
         rankings = [by_keywords(self._db(), "text_unit_text", question, cfg.k)]
         if cfg.embedding_model_id and self._has_vectors():
             rankings.insert(0, by_vector(self._db(), "text_unit_text",
                                          await self.embed_question(cfg.embedding_model_id, question), cfg.k))
         found = fuse(rankings, cfg.k)
         units = records(self.index.text_units.set_index("id", drop=False).loc[found])
-        sources = pack("Sources", ["id", "text"], [{"id": int(u["human_readable_id"]), "text": u["text"]}
-                                                   for u in units], cfg.max_context_tokens)
-        prompt = load_prompt(cfg.prompt, "basic_search_system_prompt.txt", required=("context_data",))
-        return await self._answer("basic", question, cfg.chat_model_id, prompt, [sources], response_type, on_piece,
-                                  budgets={"sources": cfg.max_context_tokens})
+        return pack("Sources", ["id", "text"], [{"id": int(u["human_readable_id"]), "text": u["text"]}
+                                                for u in units], cfg.max_context_tokens)
 
     # ------------------------------------------------------------ global
 
@@ -284,7 +361,11 @@ class GraphRAG:
     def _usage(self) -> dict[str, Any] | None:
         if self._gateway is None or not self._gateway.ledger.records:
             return None
-        return self._gateway.ledger.totals()
+        return {**self._gateway.ledger.totals(), "by_stage": self._gateway.ledger.by_stage()}
+
+
+def _source_ids(tables: list[ContextTable]) -> list[int]:
+    return [int(row["id"]) for t in tables if t.name == "Sources" for row in t.rows]
 
 
 EVIDENCE_HEADER = ("Retrieved evidence (no chat model is configured, so this is the ranked context, not a generated "

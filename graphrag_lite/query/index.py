@@ -3,12 +3,16 @@
 from __future__ import annotations
 
 from functools import cached_property
+from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from graphrag_lite.config import GraphRagConfig
 from graphrag_lite.errors import GraphragLiteError
 from graphrag_lite.storage import OutputStore
+
+if TYPE_CHECKING:
+    from graphrag_lite.query.graph_walk import EntityUnitGraph
 
 BUILT_BY = {
     "documents": "chunk_text", "text_units": "finalize_text_units", "entities": "cluster_graph",
@@ -54,6 +58,13 @@ class IndexTables:
 
         return [(eid, normalize_name(title)) for eid, title in zip(self.entities["id"], self.entities["title"],
                                                                    strict=True) if len(title) > 2]
+
+    @cached_property
+    def entity_unit_graph(self) -> EntityUnitGraph:
+        """Entities and text units as one graph, for ranking sources by a walk from the question's entities."""
+        from graphrag_lite.query.graph_walk import EntityUnitGraph
+
+        return EntityUnitGraph(self.entities, self.relationships, self.text_units)
 
     @cached_property
     def relationships(self) -> pd.DataFrame:

@@ -10,6 +10,7 @@ then by how many of the selected relationships they support.
 
 from __future__ import annotations
 
+from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -19,15 +20,34 @@ from graphrag_lite.config import LocalSearchConfig
 from graphrag_lite.graph.resolution import normalize_name
 from graphrag_lite.query.context import ContextTable, pack
 from graphrag_lite.query.index import IndexTables
-from graphrag_lite.query.retrieval import fuse
+from graphrag_lite.query.retrieval import RRF_K, fuse
 from graphrag_lite.tables import records
+
+
+@dataclass
+class SectionUse:
+    """How many tokens a context section could take, took, and why."""
+
+    name: str
+    cap: int
+    used: int
+    rows: int
+    candidates: int
+    why: str
 
 
 @dataclass
 class LocalContext:
     tables: list[ContextTable]
-    budgets: dict[str, int]
+    sections: list[SectionUse]
     entity_ids: list[str]
+
+    @property
+    def budgets(self) -> dict[str, int]:
+        return {s.name: s.cap for s in self.sections}
+
+
+Ranked = Sequence[str] | Mapping[str, float]
 
 
 def name_matches(index: IndexTables, question: str) -> list[str]:
@@ -37,36 +57,86 @@ def name_matches(index: IndexTables, question: str) -> list[str]:
     return [eid for _, eid in sorted(found, key=lambda x: -x[0])]
 
 
-def build_local_context(index: IndexTables, cfg: LocalSearchConfig, linked: list[str], community_level: int,
-                        retrieved_units: list[str] | None = None) -> LocalContext:
-    """`retrieved_units`: text unit ids found for the question directly (vector and keyword search); fused
-    with the units of the linked entities, so the sources are never blind to the question's own words."""
+def build_local_context(index: IndexTables, cfg: LocalSearchConfig, linked: Ranked, community_level: int,
+                        retrieved_units: Ranked = (), entity_limit: int | None = None) -> LocalContext:
+    """`linked`: the entities the question is about, best first (with their link scores, when known);
+    `retrieved_units`: text unit ids found for the question directly (vector and keyword search), so the
+    sources are never blind to the question's own words. Reports and the graph tables take at most their
+    shares of the budget; the sources get the rest. `entity_limit`: linked entities kept (default
+    `top_k_entities`; more after several retrieval rounds)."""
     budget = cfg.max_context_tokens
-    budgets = {"reports": int(budget * cfg.community_prop), "sources": int(budget * cfg.text_unit_prop)}
-    budgets["graph"] = budget - budgets["reports"] - budgets["sources"]
-    entities = index.entities.set_index("id", drop=False)
-    linked = [e for e in linked if e in entities.index][: cfg.top_k_entities]
-    selected = entities.loc[linked]
+    entity_scores = _top(_scored(linked), set(index.entities["id"]), entity_limit or cfg.top_k_entities)
+    unit_scores = _scored(retrieved_units)
+    walk = index.entity_unit_graph.walk(entity_scores, unit_scores, cfg.ppr_damping, cfg.ppr_unit_weight) \
+        if cfg.source_ranking == "ppr" else None
+    ids = list(entity_scores)
+    report_rows = _report_rows(index, ids, community_level)
+    reports = _pack_reports(report_rows, int(budget * cfg.community_prop))
+    graph_cap = max(0, budget - int(budget * cfg.community_prop) - int(budget * cfg.text_unit_prop))
+    graph = _graph_tables(index, ids, cfg.top_k_relationships, graph_cap)
+    included = {row["id"] for row in graph[1].rows}
+    supported = {uid: tuple(r for r in rel_ids if r in included) for uid, rel_ids in graph[3].items()}
+    source_rows = _source_rows(index, walk.units if walk else None, ids, supported, list(unit_scores))
+    sources_cap = budget - reports.tokens - sum(t.tokens for t in graph[:3])
+    sources = pack("Sources", ["id", "text"], source_rows, sources_cap)
+    tables = [reports, *graph[:3], sources]
+    sections = _section_uses(cfg, tables, [len(report_rows), len(ids), *graph[4], len(source_rows)], graph_cap)
+    return LocalContext(tables, sections, ids)
 
-    report_rows = _report_rows(index, linked, community_level)
-    reports = pack("Reports", ["id", "title", "content"], report_rows, budgets["reports"])
+
+def _scored(ranked: Ranked) -> dict[str, float]:
+    """Scores as given, or reciprocal-rank scores for a plain ranking."""
+    if isinstance(ranked, Mapping):
+        return dict(ranked)
+    return {row_id: 1.0 / (RRF_K + position + 1) for position, row_id in enumerate(ranked)}
+
+
+def _top(scores: dict[str, float], known: set[str], limit: int) -> dict[str, float]:
+    return dict(list((k, v) for k, v in scores.items() if k in known)[:limit])
+
+
+def _pack_reports(report_rows: list[dict[str, Any]], cap: int) -> ContextTable:
+    reports = pack("Reports", ["id", "title", "content"], report_rows, cap)
     if report_rows and not reports.rows:  # full reports are too long for this share: their summaries may fit
         summaries = [{**row, "content": row["summary"]} for row in report_rows]
-        reports = pack("Reports", ["id", "title", "content"], summaries, budgets["reports"])
-    entity_table = pack("Entities", ["id", "entity", "description", "number of relationships"],
-                        [{"id": r["human_readable_id"], "entity": r["title"], "description": r["description"],
-                          "number of relationships": r["degree"]} for r in records(selected)], budgets["graph"])
-    relationship_rows, relationship_units = _relationship_rows(index, linked, cfg.top_k_relationships)
+        reports = pack("Reports", ["id", "title", "content"], summaries, cap)
+    return reports
+
+
+def _graph_tables(index: IndexTables, linked: list[str], per_entity: int, cap: int
+                  ) -> tuple[ContextTable, ContextTable, ContextTable, dict[str, tuple[int, ...]], list[int]]:
+    """Entities, relationships and claims of the linked entities within `cap` tokens, the relationships
+    each text unit supports, and the number of candidate rows of each table."""
+    selected = index.entities.set_index("id", drop=False).loc[linked]
+    entities = pack("Entities", ["id", "entity", "description", "number of relationships"],
+                    [{"id": r["human_readable_id"], "entity": r["title"], "description": r["description"],
+                      "number of relationships": r["degree"]} for r in records(selected)], cap)
+    relationship_rows, relationship_units = _relationship_rows(index, linked, per_entity)
     relationships = pack("Relationships", ["id", "source", "target", "description", "weight", "links"],
-                         relationship_rows, budgets["graph"] - entity_table.tokens)
-    claims = pack("Claims", ["id", "entity", "type", "status", "description"],
-                  _claim_rows(index, set(selected["title"])),
-                  budgets["graph"] - entity_table.tokens - relationships.tokens)
-    included = {row["id"] for row in relationships.rows}
-    supported = {uid: tuple(r for r in ids if r in included) for uid, ids in relationship_units.items()}
-    sources = pack("Sources", ["id", "text"], _source_rows(index, linked, supported, retrieved_units or []),
-                   budgets["sources"])
-    return LocalContext([reports, entity_table, relationships, claims, sources], budgets, linked)
+                         relationship_rows, cap - entities.tokens)
+    claim_rows = _claim_rows(index, set(selected["title"]))
+    claims = pack("Claims", ["id", "entity", "type", "status", "description"], claim_rows,
+                  cap - entities.tokens - relationships.tokens)
+    return entities, relationships, claims, relationship_units, [len(relationship_rows), len(claim_rows)]
+
+
+def _section_uses(cfg: LocalSearchConfig, tables: list[ContextTable], candidates: list[int],
+                  graph_cap: int) -> list[SectionUse]:
+    reports, entities, relationships, claims, sources = tables
+    budget = cfg.max_context_tokens
+    left = budget - sources.tokens - reports.tokens - entities.tokens - relationships.tokens - claims.tokens
+    graph_used = entities.tokens + relationships.tokens + claims.tokens
+    ranking = "a graph walk from the linked entities (ppr)" if cfg.source_ranking == "ppr" else \
+        "the linked entities' order fused with direct retrieval (fusion)"
+    whys = [f"at most community_prop {cfg.community_prop:g} of {budget:,}",
+            f"entities, relationships and claims share at most {graph_cap:,} (1 - community_prop - text_unit_prop)",
+            "after the entities", "after the entities and relationships",
+            f"the {budget - reports.tokens - graph_used:,} tokens the other sections left "
+            f"(text_unit_prop {cfg.text_unit_prop:g} is its minimum), ranked by {ranking}; {left:,} unused"]
+    caps = [int(budget * cfg.community_prop), graph_cap, graph_cap - entities.tokens,
+            graph_cap - entities.tokens - relationships.tokens, budget - reports.tokens - graph_used]
+    return [SectionUse(t.name, cap, t.tokens, len(t.rows), n, why)
+            for t, cap, n, why in zip(tables, caps, candidates, whys, strict=True)]
 
 
 def _report_rows(index: IndexTables, linked: list[str], level: int) -> list[dict[str, Any]]:
@@ -122,14 +192,19 @@ def _claim_rows(index: IndexTables, titles: set[str]) -> list[dict[str, Any]]:
              "description": c["description"]} for c in records(claims)]
 
 
-def _source_rows(index: IndexTables, linked: list[str], supported: dict[str, tuple[int, ...]],
-                 retrieved: list[str]) -> list[dict[str, Any]]:
-    units_of = dict(zip(index.entities["id"], index.entities["text_unit_ids"], strict=True))
-    order: dict[str, int] = {}
-    for position, eid in enumerate(linked):
-        for uid in units_of[eid]:
-            order.setdefault(uid, position)
-    by_entities = sorted(order, key=lambda u: (order[u], -len(supported.get(u, ()))))
-    ranked = fuse([by_entities, retrieved], len(order) + len(retrieved)) if retrieved else by_entities
+def _source_rows(index: IndexTables, walked: dict[str, float] | None, linked: list[str],
+                 supported: dict[str, tuple[int, ...]], retrieved: list[str]) -> list[dict[str, Any]]:
+    """Text units in the walk's order, or (fusion) by the match order of the entity they mention, then by
+    the selected relationships they support, fused with the directly retrieved units."""
+    if walked is not None:
+        ranked = list(walked) + [u for u in retrieved if u not in walked]
+    else:
+        units_of = dict(zip(index.entities["id"], index.entities["text_unit_ids"], strict=True))
+        order: dict[str, int] = {}
+        for position, eid in enumerate(linked):
+            for uid in units_of[eid]:
+                order.setdefault(uid, position)
+        by_entities = sorted(order, key=lambda u: (order[u], -len(supported.get(u, ()))))
+        ranked = fuse([by_entities, retrieved], len(order) + len(retrieved)) if retrieved else by_entities
     units = index.text_units.set_index("id", drop=False).loc[ranked]
     return [{"id": int(h), "text": t} for h, t in zip(units["human_readable_id"], units["text"], strict=True)]

@@ -8,13 +8,18 @@ from typing import Any
 RRF_K = 60  # the usual constant of reciprocal rank fusion
 
 
-def fuse(rankings: list[list[str]], limit: int) -> list[str]:
-    """Reciprocal rank fusion: an id ranked high by any list, or fairly high by several, comes first."""
+def fuse_scores(rankings: list[list[str]], limit: int) -> dict[str, float]:
+    """Reciprocal rank fusion: an id ranked high by any list, or fairly high by several, comes first. Returns
+    the `limit` best ids with their fused scores, best first."""
     scores: dict[str, float] = {}
     for ranking in rankings:
         for position, row_id in enumerate(ranking):
             scores[row_id] = scores.get(row_id, 0.0) + 1.0 / (RRF_K + position + 1)
-    return sorted(scores, key=lambda row_id: -scores[row_id])[:limit]
+    return {row_id: scores[row_id] for row_id in sorted(scores, key=lambda row_id: -scores[row_id])[:limit]}
+
+
+def fuse(rankings: list[list[str]], limit: int) -> list[str]:
+    return list(fuse_scores(rankings, limit))
 
 
 def keyword_query(question: str) -> str:

@@ -1,0 +1,77 @@
+"""Ranking source text by a personalized PageRank walk over entities and text units."""
+
+from __future__ import annotations
+
+import pandas as pd
+import pytest
+
+from graphrag_lite.config import GraphRagConfig, LocalSearchConfig
+from graphrag_lite.query.graph_walk import EntityUnitGraph
+from graphrag_lite.query.index import IndexTables
+from graphrag_lite.query.local import build_local_context
+
+# u0 names the question's entity and a bridge entity; u1 (the bridge passage) shares only the bridge entity
+# with u0 and holds the answer; u2 and u3 repeat the question's words but lead nowhere.
+UNITS = {"u0": "Ada Vale founded the Orrin Press.", "u1": "The Orrin Press was sold to Halvard Group in 1931.",
+         "u2": "Founded presses were common; many founded one.", "u3": "Who founded what press? Nobody knows.",
+         "u4": "Halvard Group built ships."}
+ENTITIES = {"ADA VALE": ["u0"], "ORRIN PRESS": ["u0", "u1"], "HALVARD GROUP": ["u1", "u4"], "PRESSES": ["u2"],
+            "NOBODY": ["u3"]}
+RELATIONSHIPS = [("ADA VALE", "ORRIN PRESS", ["u0"]), ("ORRIN PRESS", "HALVARD GROUP", ["u1"])]
+
+
+def tables() -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    units = pd.DataFrame({"id": list(UNITS), "human_readable_id": range(len(UNITS)), "text": list(UNITS.values())})
+    entities = pd.DataFrame({"id": [f"e-{t}" for t in ENTITIES], "human_readable_id": range(len(ENTITIES)),
+                             "title": list(ENTITIES), "description": [f"{t}." for t in ENTITIES],
+                             "degree": [1] * len(ENTITIES), "text_unit_ids": list(ENTITIES.values())})
+    n = len(RELATIONSHIPS)
+    relationships = pd.DataFrame({"source": [s for s, _, _ in RELATIONSHIPS],
+                                  "target": [t for _, t, _ in RELATIONSHIPS],
+                                  "weight": [1.0] * n, "description": ["related"] * n, "human_readable_id": range(n),
+                                  "combined_degree": [2] * n, "text_unit_ids": [u for _, _, u in RELATIONSHIPS]})
+    return entities, relationships, units
+
+
+def index_of(tmp_path) -> IndexTables:
+    """An index held in memory: the tables are set where IndexTables caches what it reads."""
+    index = IndexTables(GraphRagConfig(output={"base_dir": tmp_path}))
+    entities, relationships, units = tables()
+    index.__dict__.update(
+        entities=entities, relationships=relationships, text_units=units,
+        communities=pd.DataFrame({"community": [0], "level": [0], "entity_ids": [list(entities["id"])]}),
+        reports=pd.DataFrame(columns=["community", "status", "rank", "title", "full_content", "summary"]),
+        covariates=pd.DataFrame(columns=["human_readable_id", "subject_id", "type", "status", "description"]))
+    return index
+
+
+def test_the_walk_reaches_the_bridge_passage_through_a_shared_entity():
+    graph = EntityUnitGraph(*tables())
+    scores = graph.walk({"e-ADA VALE": 1.0}, {}, damping=0.5, unit_weight=0.0)
+    ranked = list(scores.units)
+    assert ranked[:2] == ["u0", "u1"]  # the seed's passage, then the bridge passage
+    assert "u2" not in scores.units and "u3" not in scores.units  # unconnected to the seed: never reached
+    assert next(iter(scores.entities)) == "e-ADA VALE"
+
+
+def test_specific_entities_weigh_more_than_common_ones():
+    graph = EntityUnitGraph(*tables())
+    assert graph.specificity["e-ADA VALE"] == 1.0 and graph.specificity["e-ORRIN PRESS"] == 0.5
+    scores = graph.walk({"e-ADA VALE": 1.0, "e-HALVARD GROUP": 1.0}, {}, damping=0.5, unit_weight=0.0)
+    assert scores.units["u0"] > scores.units["u4"]
+
+
+def test_no_seeds_give_no_ranking():
+    scores = EntityUnitGraph(*tables()).walk({"e-UNKNOWN": 1.0}, {}, damping=0.5, unit_weight=1.0)
+    assert scores.units == {} and scores.entities == {}
+
+
+@pytest.mark.parametrize("ranking, bridge_found", [("ppr", True), ("fusion", False)])
+def test_ppr_sources_bring_the_bridge_passage_that_fusion_misses(tmp_path, ranking, bridge_found):
+    cfg = LocalSearchConfig(source_ranking=ranking, max_context_tokens=500, community_prop=0, text_unit_prop=1)
+    retrieved = ["u0", "u2", "u3"]  # keyword search: the question's words
+    context = build_local_context(index_of(tmp_path), cfg, ["e-ADA VALE"], 2, retrieved)
+    sources = [row["id"] for row in context.tables[-1].rows]
+    assert (1 in sources) is bridge_found and sources[0] == 0  # fusion sees only the linked entity's passage
+    if bridge_found:
+        assert sources.index(1) < sources.index(4)  # one hop from the seeds before two
