@@ -11,6 +11,7 @@ from typer.testing import CliRunner
 
 from graphrag_lite import GraphRAG
 from graphrag_lite.cli import app
+from graphrag_lite.llm.fake import scripted
 from graphrag_lite.query.context import render
 from graphrag_lite.query.local import build_local_context
 from graphrag_lite.tokens import count_tokens
@@ -171,3 +172,64 @@ def test_local_sources_fuse_entity_units_with_directly_retrieved_units(novella):
                     if t in titles for u in ids}
     readable = dict(zip(off.index.text_units["human_readable_id"], off.index.text_units["id"], strict=True))
     assert result.context["Sources"] and all(readable[r["id"]] in linked_units for r in result.context["Sources"])
+
+
+def test_two_hops_from_the_cli_show_the_second_round_and_its_cost(novella):
+    result = cli("query", "local", "Who works with Alex Mercer?", "--root", novella, "--hops", "2", "--json",
+                 "--no-cache")
+    assert result.exit_code == 0, result.output
+    data = json.loads(result.output)
+    first, second = data["rounds"]
+    assert first["query"] == "Who works with Alex Mercer?" and first["calls"] == 0
+    assert second["query"] and second["query"] != first["query"]  # the fake names the bridge entity
+    assert second["calls"] == 1 and second["tokens"] > 0 and second["linked_entities"]
+    assert set(second["new_sources"]) <= {row["id"] for row in data["context"]["Sources"]}
+    assert data["usage"]["by_stage"]["query_local_hop"]["calls"] == 1
+    stages = data["usage"]["by_stage"]
+    assert stages["query_local"]["calls"] == 1 and stages["query_embed"]["calls"] == 2  # the question, the lead
+    explained = cli("query", "local", "Who works with Alex Mercer?", "--root", novella, "--hops", "2", "--explain")
+    assert re.search(r"round 2: .+ \(linked .+ new sources; 1 calls, [\d,]+ tokens\)", explained.output)
+
+
+def test_the_next_round_follows_the_models_lead_into_new_sources(novella):
+    rag = GraphRAG.from_config(novella, overrides=["local_search.max_context_tokens=3000", "local_search.hops=2",
+                                                   "local_search.retrieved_text_units=0"], use_cache=False)
+    one = asyncio.run(rag.alocal_context("Who is Alex Mercer?"))
+    seen = {row["id"] for row in one.tables[-1].rows}
+    units = rag.index.text_units
+    lead = next(title for title, ids in zip(rag.index.entities["title"], rag.index.entities["text_unit_ids"],
+                                            strict=True)
+                if not set(units[units["id"].isin(ids)]["human_readable_id"]) & seen)
+    with scripted({"query_local_hop": f"Search query: {lead.title()}"}):
+        result = rag.local_search("Who is Alex Mercer?")
+    second = result.rounds[1]
+    assert second["query"] == lead.title() and lead in second["linked_entities"]
+    assert second["new_sources"]  # the lead's own passages, absent from the first round, came in
+
+
+@pytest.mark.parametrize("reply, query, problem", [
+    ("ENOUGH", "", None), ("**Enough.**", "", None), ("<think>Need the base.</think>\nDulce base location", "Dulce "
+     "base location", None), ("```\nTaylor Cruz mission\n```", "Taylor Cruz mission", None),
+    ("The context lacks the leader.\nSearch query: \"leader of Paranormal Military Squad\"",
+     "leader of Paranormal Military Squad", None),
+    ("", "", "named no next hop"), ("I'm sorry, but I can't help with that.", "", "named no next hop"),
+    (" ".join(["The information does not say who leads the team"] * 5), "", "named no next hop"),
+])
+def test_hop_replies_in_the_styles_real_models_give(novella, reply, query, problem):
+    rag = GraphRAG.from_config(novella, overrides=["local_search.hops=2"], use_cache=False)
+    with scripted({"query_local_hop": reply}):
+        result = rag.local_search("Who is Alex Mercer?")
+    assert result.answer and len(result.rounds) == 2 and result.rounds[1]["query"] == query
+    assert (problem is None) == (not result.problems) and all(problem in p for p in result.problems)
+
+
+def test_rounds_end_when_the_model_repeats_itself_or_no_model_is_set(novella):
+    rag = GraphRAG.from_config(novella, overrides=["local_search.hops=4"], use_cache=False)
+    with scripted({"query_local_hop": "Taylor Cruz"}):
+        result = rag.local_search("Who is Alex Mercer?")
+    assert [r["query"] for r in result.rounds] == ["Who is Alex Mercer?", "Taylor Cruz", ""]
+    assert "already searched" in result.problems[0]
+    assert result.usage["by_stage"]["query_local_hop"]["calls"] == 2
+    evidence = GraphRAG.from_config(novella, overrides=["local_search.hops=2", "local_search.chat_model_id=null"])
+    result = evidence.local_search("Who is Alex Mercer?")
+    assert len(result.rounds) == 1 and "need a chat model" in result.problems[0]

@@ -111,7 +111,7 @@ class GraphRAG:
         """`hops` (default `local_search.hops`): retrieval rounds; from 2, the model names what the context
         still lacks after each round, and the next round follows that lead."""
         cfg = self.config.local_search
-        context, rounds = await self._local_rounds(question, community_level, hops or cfg.hops)
+        context, rounds = await self.alocal_rounds(question, community_level, hops or cfg.hops)
         prompt = load_prompt(cfg.prompt, "local_search_system_prompt.txt", required=("context_data",))
         result = await self._answer("local", question, cfg.chat_model_id, prompt, context.tables, response_type,
                                     on_piece, budgets=context.budgets)
@@ -139,7 +139,8 @@ class GraphRAG:
         units = fuse_scores(unit_rankings, cfg.retrieved_text_units) if cfg.retrieved_text_units else {}
         return fuse_scores(rankings, cfg.top_k_entities), units
 
-    async def _local_rounds(self, question: str, level: int, hops: int) -> tuple[LocalContext, list[HopRound]]:
+    async def alocal_rounds(self, question: str, level: int, hops: int) -> tuple[LocalContext, list[HopRound]]:
+        """Local search's context after up to `hops` retrieval rounds, and what each round did."""
         cfg = self.config.local_search
         entities, units = await self._link(question)
         seeds, unit_seeds = [entities], [units]
