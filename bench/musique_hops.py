@@ -65,7 +65,9 @@ def main() -> None:
             for key, hit in (("first", first), ("last", last), ("basic", basic), ("asked", True)):
                 totals[key] += hit
             print(f"{q['id'][:5]} {q['question'][:70]!r}: round 1 {'all gold' if first else 'missing'} -> "
-                  f"{'all gold' if last else 'missing'} after {[r.query for r in rounds[1:]]}", flush=True)
+                  f"{'all gold' if last else 'missing'} after {[r.query for r in rounds[1:]]}"
+                  f"{' ' + str([p for r in rounds for p in r.problems]) if any(r.problems for r in rounds) else ''}",
+                  flush=True)
         usage = rag.gateway.ledger.totals("query_local_hop")
         n = max(1, totals["asked"])
         print(f"{totals['asked']} questions, {BUDGET:,}-token context, model {args.model}, hops {args.hops}: "

@@ -148,6 +148,21 @@ def load_pipeline(name_or_path: str, registry: dict[str, Stage], root: Path | No
     return Pipeline(name=path.stem, description=str(data.get("description", "")), stages=stages, settings=settings)
 
 
+QUERY_SECTIONS = ("local_search", "global_search", "basic_search")
+
+
+def recommended_query_settings(output_dir: Path) -> dict[str, Any]:
+    """The query sections of the `settings:` of the packaged pipeline that built the index in `output_dir`
+    (stats.json names it), so an index is searched the way its method intends; {} when none apply."""
+    stats = output_dir / STATS_FILE
+    name = read_json(stats).get("pipeline") if stats.is_file() else None
+    path = data_dir("pipelines") / f"{name}.yaml"
+    if not isinstance(name, str) or not path.is_file():
+        return {}
+    settings = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("settings") or {}
+    return {k: v for k, v in settings.items() if k in QUERY_SECTIONS}
+
+
 def available_pipelines() -> list[str]:
     return sorted(p.stem for p in data_dir("pipelines").glob("*.yaml"))
 

@@ -146,6 +146,16 @@ def test_the_same_fast_index_answers_through_a_model_when_one_is_configured(pepy
     assert not result.answer.startswith(EVIDENCE_HEADER) and result.usage["calls"] == 1
 
 
+def test_queries_of_a_fast_index_use_the_fast_methods_recommended_shares(pepys):
+    rag = GraphRAG.from_config(pepys)
+    assert (rag.config.local_search.text_unit_prop, rag.config.local_search.community_prop) == (0.9, 0.05)
+    assert GraphRAG.from_config(pepys, overrides=["local_search.text_unit_prop=0.6"]).config.local_search \
+        .text_unit_prop == 0.6  # --set still wins
+    sources = next(s for s in rag.local_search("Who went to Woolwich with Sir W. Pen?").sections
+                   if s["name"] == "Sources")
+    assert sources["cap"] >= 0.9 * rag.config.local_search.max_context_tokens
+
+
 def test_a_corpus_without_names_is_reported_and_queries_do_not_crash(tmp_path):
     (tmp_path / "input").mkdir()
     (tmp_path / "input" / "a.txt").write_text("nothing capitalised here, only plain words about nothing.\n")

@@ -92,7 +92,16 @@ class GraphRAG:
     @classmethod
     def from_config(cls, root: str | Path = ".", config: str | Path | None = None, overrides: Iterable[str] = (),
                     use_cache: bool = True) -> GraphRAG:
-        return cls(load_config(Path(root), Path(config) if config else None, overrides), use_cache=use_cache)
+        """Settings from the project's settings file, under the query settings the method that built the
+        index recommends (pipelines/fast.yaml's, for a fast index), under `overrides`."""
+        from graphrag_lite.pipeline import recommended_query_settings
+
+        path = Path(config) if config else None
+        loaded = load_config(Path(root), path, overrides)
+        recommended = recommended_query_settings(loaded.output.base_dir)
+        if recommended:
+            loaded = load_config(Path(root), path, overrides, pipeline_settings=recommended)
+        return cls(loaded, use_cache=use_cache)
 
     @property
     def gateway(self) -> Gateway:
