@@ -1,4 +1,5 @@
-"""Local, global and basic search over an index of Operation Dulce, from the CLI and from Python."""
+"""Local, global and basic search over an index of Operation Dulce (and, for the coverage of global search, of
+five unrelated documents), from the CLI and from Python."""
 
 from __future__ import annotations
 
@@ -12,6 +13,7 @@ from typer.testing import CliRunner
 from graphrag_lite import GraphRAG
 from graphrag_lite.cli import app
 from graphrag_lite.query.context import render
+from graphrag_lite.query.global_search import communities_at
 from graphrag_lite.query.local import build_local_context
 from graphrag_lite.tokens import count_tokens
 from tests.conftest import DATA, make_project
@@ -132,6 +134,7 @@ def test_dynamic_community_selection_descends_only_into_relevant_reports(novella
     assert stats["query_global_rate"]["calls"] == rated
     used = {row["id"] for row in result.context["Reports"]}
     assert len(used) == kept and "Reports" in result.citations()
+    assert result.coverage is not None and result.coverage.mapped_communities == kept
 
 
 def test_local_sources_fuse_entity_units_with_directly_retrieved_units(novella):
@@ -154,3 +157,40 @@ def test_local_sources_fuse_entity_units_with_directly_retrieved_units(novella):
                     if t in titles for u in ids}
     readable = dict(zip(off.index.text_units["human_readable_id"], off.index.text_units["id"], strict=True))
     assert result.context["Sources"] and all(readable[r["id"]] in linked_units for r in result.context["Sources"])
+
+
+@pytest.mark.parametrize("level", [0, 1, 2, 5])
+def test_every_level_holds_every_clustered_entity_once(novella, level):
+    communities = GraphRAG.from_config(novella).index.communities
+    chosen = communities_at(communities, level)
+    members = [entity for ids in chosen["entity_ids"] for entity in ids]
+    clustered = {entity for ids in communities[communities["level"] == 0]["entity_ids"] for entity in ids}
+    assert len(members) == len(set(members)) and set(members) == clustered
+    if level:  # a theme too small to split down to the level is kept whole
+        assert (chosen["level"] < level).any()
+
+
+UNRELATED = sorted((DATA / "unrelated-documents").glob("*.txt"))
+THEMES_QUESTION = "What are the main communities and who are the key entities in each?"
+
+
+@pytest.fixture(scope="module")
+def unrelated(tmp_path_factory):
+    # every connected component is clustered: with use_lcc only the largest document would have communities
+    root = make_project(tmp_path_factory.mktemp("unrelated"), UNRELATED, settings="cluster_graph:\n  use_lcc: false\n")
+    result = cli("index", "--root", root)
+    assert result.exit_code == 0, result.output
+    return root
+
+
+def test_global_coverage_in_json_adds_up(unrelated):
+    data = json.loads(cli("query", "global", THEMES_QUESTION, "--root", unrelated, "--json").output)
+    coverage = data["coverage"]
+    assert coverage["mapped_communities"] == len(data["context"]["Reports"]) == coverage["communities"]
+    assert coverage["mapped_entities"] == coverage["clustered_entities"] == coverage["entities"]
+    assert coverage["points"] == len(data["context"]["Points"])
+    assert 0 < coverage["kept_points"] <= coverage["scored_points"] <= coverage["points"]
+    assert 0 < coverage["kept_themes"] == coverage["scored_themes"] <= coverage["mapped_themes"] == coverage["themes"]
+    assert data["usage"]["calls"] == coverage["map_calls"] + 1  # and one reduce call
+    explained = cli("query", "global", THEMES_QUESTION, "--root", unrelated, "--explain").output
+    assert f"top-level themes: {coverage['kept_themes']} of {coverage['themes']} kept" in explained
