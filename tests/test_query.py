@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 from graphrag_lite import GraphRAG
 from graphrag_lite.cli import app
 from graphrag_lite.query.context import render
-from graphrag_lite.query.global_search import communities_at
+from graphrag_lite.query.global_search import Point, communities_at, reduce_context
 from graphrag_lite.query.local import build_local_context
 from graphrag_lite.tokens import count_tokens
 from tests.conftest import DATA, make_project
@@ -168,6 +168,22 @@ def test_every_level_holds_every_clustered_entity_once(novella, level):
     assert len(members) == len(set(members)) and set(members) == clustered
     if level:  # a theme too small to split down to the level is kept whole
         assert (chosen["level"] < level).any()
+
+
+def test_reduce_gives_every_theme_its_best_point_before_the_rest_by_score():
+    def point(score, report):
+        return Point(description=f"A finding about the harbour records [Data: Reports ({report})]", score=score)
+
+    points = [point(90, 1), point(80, 2), point(70, 1), point(60, 99), point(10, 3), point(0, 3)]
+    three_points = 3 * count_tokens(f"----Analyst 1----\nImportance Score: 90\n{points[0].description}\n\n",
+                                    "o200k_base")
+    themes = {1: 0, 2: 0, 3: 7}  # report 99 was not read: the point citing it has no theme
+    context = reduce_context(points, three_points, themes)
+    assert [p.score for p in context.points] == [90, 80, 10]  # theme 7's only scored point gets in
+    assert context.text.index("Score: 80") < context.text.index("Score: 10")
+    assert count_tokens(context.text, "o200k_base") <= three_points
+    by_score = reduce_context(points, three_points, {})  # points that cite nothing known compete on score
+    assert [p.score for p in by_score.points] == [90, 80, 70]
 
 
 UNRELATED = sorted((DATA / "unrelated-documents").glob("*.txt"))

@@ -166,7 +166,7 @@ class GraphRAG:
         points = await self._map(question, batches, problems)
         mapped = [row for batch in batches for row in batch.rows]
         report_themes = {row["id"]: themes[row["id"]] for row in mapped}
-        reduce = reduce_context(points, cfg.max_context_tokens)
+        reduce = reduce_context(points, cfg.max_context_tokens, report_themes)
         level = cfg.dynamic_max_level if cfg.dynamic_community_selection else community_level
         coverage = measure_coverage(self.index, selection, level, batches, points, reduce.points, report_themes)
         context = {"Reports": mapped, "Points": [p.model_dump() for p in sorted(points, key=lambda p: -p.score)]}

@@ -4,8 +4,9 @@ Reports come from the chosen level, plus the communities above it that have no c
 roll-up GraphRAG does, so every entity of the clustered graph is covered once). Reports rated below
 `min_community_rank` are left out; reports that failed are named, not silently skipped. Reports are packed,
 highest rated first, into batches of the token budget; each batch gets one map call returning scored
-points; the reduce call sees the best points that fit. `Coverage` counts what each step kept, by entities
-and by theme (the top-level community a report descends from).
+points. Each report belongs to a theme, the top-level (level-0) community it descends from: the reduce call
+sees the best point of every theme first, then the best of the rest, as many as fit. `Coverage` counts what
+each step kept.
 """
 
 from __future__ import annotations
@@ -167,18 +168,33 @@ class ReduceContext:
     points: list[Point]  # the points sent, highest score first
 
 
-def reduce_context(points: list[Point], budget: int) -> ReduceContext:
-    """The highest-scoring points with a score above zero that fit."""
-    text, kept = "", []
+def reduce_context(points: list[Point], budget: int, report_themes: dict[int, int]) -> ReduceContext:
+    """The points scored above zero that fit in `budget`: first the best point of each theme, so a theme whose
+    points all score lower than another theme's still reaches the answer, then the others by score. A point
+    citing no report that was read competes on score alone. Each is labelled with its rank among all points."""
+    scored = sorted((p for p in points if p.score > 0), key=lambda p: -p.score)
+    blocks = [f"----Analyst {i}----\nImportance Score: {p.score:g}\n{p.description}\n\n"
+              for i, p in enumerate(scored, start=1)]
+    costs = [count_tokens(block, ENCODING) for block in blocks]
+    chosen: set[int] = set()
     used = 0
-    for i, point in enumerate(sorted((p for p in points if p.score > 0), key=lambda p: -p.score), start=1):
-        block = f"----Analyst {i}----\nImportance Score: {point.score:g}\n{point.description}\n\n"
-        cost = count_tokens(block, ENCODING)
-        if used + cost > budget:
-            break
-        text, used = text + block, used + cost
-        kept.append(point)
-    return ReduceContext(text, kept)
+
+    def take(i: int) -> bool:
+        nonlocal used
+        if i in chosen or used + costs[i] > budget:
+            return False
+        chosen.add(i)
+        used += costs[i]
+        return True
+
+    represented: set[int] = set()
+    for i, point in enumerate(scored):
+        themes = cited_themes(point, report_themes)
+        if themes - represented and take(i):
+            represented |= themes
+    for i in range(len(scored)):
+        take(i)
+    return ReduceContext("".join(blocks[i] for i in sorted(chosen)), [scored[i] for i in sorted(chosen)])
 
 
 @dataclass
