@@ -166,7 +166,7 @@ class GraphRAG:
         points = await self._map(question, batches, problems)
         mapped = [row for batch in batches for row in batch.rows]
         report_themes = {row["id"]: themes[row["id"]] for row in mapped}
-        reduce = reduce_context(points, cfg.max_context_tokens, report_themes)
+        reduce = reduce_context(points, cfg.data_max_tokens, report_themes)
         level = cfg.dynamic_max_level if cfg.dynamic_community_selection else community_level
         coverage = measure_coverage(self.index, selection, level, batches, points, reduce.points, report_themes)
         context = {"Reports": mapped, "Points": [p.model_dump() for p in sorted(points, key=lambda p: -p.score)]}
@@ -180,7 +180,7 @@ class GraphRAG:
             if on_piece:
                 on_piece(answer)
         return SearchResult("global", question, answer, reduce.text, context, self._usage(), problems,
-                            {"map": cfg.max_context_tokens, "reduce": cfg.max_context_tokens}, coverage, self.index)
+                            {"map": cfg.max_context_tokens, "reduce": cfg.data_max_tokens}, coverage, self.index)
 
     async def _map(self, question: str, batches: list[ContextTable], problems: list[str]) -> list[Point]:
         """One map call per batch of reports; a failed call is named in `problems` and gives no points."""
