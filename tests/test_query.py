@@ -6,14 +6,24 @@ from __future__ import annotations
 import asyncio
 import json
 import re
+from collections import Counter, defaultdict
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
 from graphrag_lite import GraphRAG
 from graphrag_lite.cli import app
-from graphrag_lite.query.context import render
-from graphrag_lite.query.global_search import Point, communities_at, reduce_context
+from graphrag_lite.query.citations import cited_ids
+from graphrag_lite.query.context import pack, render
+from graphrag_lite.query.global_search import (
+    REPORT_COLUMNS,
+    Point,
+    communities_at,
+    community_themes,
+    map_batches,
+    reduce_context,
+)
 from graphrag_lite.query.local import build_local_context
 from graphrag_lite.tokens import count_tokens
 from tests.conftest import DATA, make_project
@@ -170,6 +180,17 @@ def test_every_level_holds_every_clustered_entity_once(novella, level):
         assert (chosen["level"] < level).any()
 
 
+def test_map_batches_pack_theme_by_theme_and_open_each_batch_with_every_theme():
+    reports = pd.DataFrame({"community": [1, 2, 3, 4, 5, 6, 7], "rank": [9, 8, 7, 6, 5, 4, 3],
+                            "title": "Report", "full_content": "a finding of the same length " * 20})
+    themes = {1: 0, 3: 0, 5: 0, 7: 0, 2: 10, 4: 10, 6: 20}
+    row = {"id": 1, "title": "Report", "content": "a finding of the same length " * 20, "rank": 9}
+    four_reports = pack("Reports", REPORT_COLUMNS, [row] * 4, 10**6).tokens
+    batches = map_batches(reports, four_reports, themes)
+    # by rating alone: [1, 2, 3, 4], [5, 6, 7], two themes in each call
+    assert [[r["id"] for r in batch.rows] for batch in batches] == [[1, 3, 5, 7], [2, 6, 4]]
+
+
 def test_reduce_gives_every_theme_its_best_point_before_the_rest_by_score():
     def point(score, report):
         return Point(description=f"A finding about the harbour records [Data: Reports ({report})]", score=score)
@@ -197,6 +218,33 @@ def unrelated(tmp_path_factory):
     result = cli("index", "--root", root)
     assert result.exit_code == 0, result.output
     return root
+
+
+def top_community_of_each_document(rag):
+    """Each document's top-level community: the one holding most of its entities."""
+    units, documents = rag.index.text_units, rag.index.documents
+    document_title = dict(zip(documents["id"], documents["title"], strict=True))
+    unit_document = dict(zip(units["id"], units["document_id"].map(document_title), strict=True))
+    entity_documents = {entity: {unit_document[unit] for unit in ids}
+                        for entity, ids in zip(rag.index.entities["id"], rag.index.entities["text_unit_ids"],
+                                               strict=True)}
+    top = rag.index.communities[rag.index.communities["level"] == 0]
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for community, members in zip(top["community"], top["entity_ids"], strict=True):
+        for entity in members:
+            for document in entity_documents[entity]:
+                counts[document][int(community)] += 1
+    return {document: found.most_common(1)[0][0] for document, found in counts.items()}
+
+
+def test_every_documents_top_community_reaches_the_reduce(unrelated):
+    rag = GraphRAG.from_config(unrelated)
+    result = rag.global_search(THEMES_QUESTION)
+    themes = community_themes(rag.index.communities)
+    reduced = {themes[report] for report in cited_ids(result.context_text)["Reports"]}
+    top = top_community_of_each_document(rag)
+    assert sorted(top) == [path.name for path in UNRELATED] and len(set(top.values())) == len(UNRELATED)
+    assert set(top.values()) <= reduced
 
 
 def test_global_coverage_in_json_adds_up(unrelated):

@@ -162,7 +162,7 @@ class GraphRAG:
             selection = select_reports(self.index, community_level, cfg.min_community_rank)
         problems[:0] = selection.missing
         themes = community_themes(self.index.communities)
-        batches = map_batches(selection.reports, cfg.max_context_tokens)
+        batches = map_batches(selection.reports, cfg.max_context_tokens, themes)
         points = await self._map(question, batches, problems)
         mapped = [row for batch in batches for row in batch.rows]
         report_themes = {row["id"]: themes[row["id"]] for row in mapped}

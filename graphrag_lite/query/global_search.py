@@ -2,11 +2,11 @@
 
 Reports come from the chosen level, plus the communities above it that have no children down to it (the
 roll-up GraphRAG does, so every entity of the clustered graph is covered once). Reports rated below
-`min_community_rank` are left out; reports that failed are named, not silently skipped. Reports are packed,
-highest rated first, into batches of the token budget; each batch gets one map call returning scored
-points. Each report belongs to a theme, the top-level (level-0) community it descends from: the reduce call
-sees the best point of every theme first, then the best of the rest, as many as fit. `Coverage` counts what
-each step kept.
+`min_community_rank` are left out; reports that failed are named, not silently skipped. Each report belongs
+to a theme, the top-level (level-0) community it descends from. Reports are packed into batches of the token
+budget theme by theme, and each batch gets one map call returning scored points; the reduce call sees the
+best point of every theme first, then the best of the rest, as many as fit. `Coverage` counts what each
+step kept.
 """
 
 from __future__ import annotations
@@ -15,6 +15,7 @@ import asyncio
 import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import pandas as pd
 from pydantic import BaseModel, Field, field_validator
@@ -27,6 +28,7 @@ from graphrag_lite.tables import records
 from graphrag_lite.tokens import count_tokens
 
 ENCODING = "o200k_base"
+T = TypeVar("T")
 
 
 class Point(BaseModel):
@@ -144,17 +146,39 @@ async def dynamic_selection(index: IndexTables, rate: Callable[[str], Awaitable[
 REPORT_COLUMNS = ["id", "title", "content", "rank"]
 
 
-def map_batches(reports: pd.DataFrame, budget: int) -> list[ContextTable]:
+def map_batches(reports: pd.DataFrame, budget: int, themes: dict[int, int]) -> list[ContextTable]:
+    """Reports in batches of `budget` tokens, packed theme by theme: a map call answers with a limited number
+    of points, and the fewer themes it reads, the larger each one's share. Within a batch the themes take
+    turns, so every theme's best report is near the top, where a model reads most carefully."""
     rows = [{"id": int(r["community"]), "title": r["title"], "content": r["full_content"], "rank": r["rank"]}
-            for r in records(reports)]
+            for r in records(by_theme(reports, themes))]
     batches: list[ContextTable] = []
     while rows:
         batch = pack("Reports", REPORT_COLUMNS, rows, budget)
         if not batch.rows:  # one report larger than the budget goes alone, cut by the model's own limit
             batch = ContextTable("Reports", REPORT_COLUMNS, rows[:1])
-        batches.append(batch)
         rows = rows[len(batch.rows):]
+        batch.rows = take_turns(batch.rows, [themes[row["id"]] for row in batch.rows])
+        batches.append(batch)
     return batches
+
+
+def by_theme(reports: pd.DataFrame, themes: dict[int, int]) -> pd.DataFrame:
+    """Reports grouped by theme, the themes in order of their best report's rating, highest rated first
+    within a theme."""
+    theme = reports["community"].astype(int).map(themes)
+    best = reports["rank"].groupby(theme).transform("max")
+    return reports.assign(theme=theme, best=best).sort_values(
+        ["best", "theme", "rank", "community"], ascending=[False, True, False, True])
+
+
+def take_turns(items: list[T], keys: list[int]) -> list[T]:
+    """The first item of each key, then the second of each, and so on (keys in order of first appearance)."""
+    groups: dict[int, list[T]] = {}
+    for item, key in zip(items, keys, strict=True):
+        groups.setdefault(key, []).append(item)
+    queues = list(groups.values())
+    return [queue[turn] for turn in range(max(map(len, queues), default=0)) for queue in queues if turn < len(queue)]
 
 
 def cited_themes(point: Point, report_themes: dict[int, int]) -> set[int]:
