@@ -227,10 +227,10 @@ ResponseTypeOption = Annotated[str, typer.Option("--response-type", help="length
                                                  "'Single Paragraph', 'List of 3-7 Points'")]
 LevelOption = Annotated[int, typer.Option("--community-level", help="community level of the reports used")]
 StreamingOption = Annotated[bool, typer.Option("--streaming", help="print the answer as it is generated")]
-JsonOption = Annotated[bool, typer.Option("--json", help="print answer, context tables, resolved citations and "
-                                          "usage as JSON")]
-ExplainOption = Annotated[bool, typer.Option("--explain", help="also print the context sent and the token and "
-                                             "cost usage")]
+JsonOption = Annotated[bool, typer.Option("--json", help="print answer, context tables, resolved citations, "
+                                          "usage and (global search) coverage as JSON")]
+ExplainOption = Annotated[bool, typer.Option("--explain", help="also print the context sent, the token and "
+                                             "cost usage, and (global search) how much of the corpus was read")]
 NoCacheOption = Annotated[bool, typer.Option("--no-cache", help="send every model call; neither read nor write the "
                                              "answer cache")]
 
@@ -277,6 +277,8 @@ def _query(method: str, question: str, root: Path, config: Path | None, set_: li
                 console.print(f"  {section['name']}: {section['used']:,} of {section['cap']:,} tokens, "
                               f"{section['rows']} of {section['candidates']} rows ({section['why']})",
                               markup=False, highlight=False)
+            if result.coverage:
+                console.print(result.coverage.describe(), highlight=False)
 
     _guarded(verbose, run)
 

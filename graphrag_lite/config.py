@@ -203,8 +203,8 @@ class GlobalSearchConfig(Section):
                                       "null: answer with the ranked evidence, no model")
     map_prompt: Path | None = Field(None, description="map prompt file; unset: the packaged default")
     reduce_prompt: Path | None = Field(None, description="reduce prompt file; unset: the packaged default")
-    max_context_tokens: int = Field(12000, ge=500, description="tokens of reports per map call, and of points for "
-                                    "the reduce call")
+    max_context_tokens: int = Field(8000, ge=500, description="tokens of reports per map call")
+    data_max_tokens: int = Field(12000, ge=500, description="tokens of map points sent to the reduce call")
     min_community_rank: float = Field(0, ge=0, le=10, description="reports rated below this are left out")
     map_max_length: int = Field(1000, ge=50, description="words per map answer")
     reduce_max_length: int = Field(2000, ge=50, description="words of the final answer")

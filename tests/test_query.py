@@ -1,18 +1,30 @@
-"""Local, global and basic search over an index of Operation Dulce, from the CLI and from Python."""
+"""Local, global and basic search over an index of Operation Dulce (and, for the coverage of global search, of
+five unrelated documents), from the CLI and from Python."""
 
 from __future__ import annotations
 
 import asyncio
 import json
 import re
+from collections import Counter, defaultdict
 
+import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
 from graphrag_lite import GraphRAG
 from graphrag_lite.cli import app
 from graphrag_lite.llm.fake import scripted
-from graphrag_lite.query.context import render
+from graphrag_lite.query.citations import cited_ids
+from graphrag_lite.query.context import pack, render
+from graphrag_lite.query.global_search import (
+    REPORT_COLUMNS,
+    Point,
+    communities_at,
+    community_themes,
+    map_batches,
+    reduce_context,
+)
 from graphrag_lite.query.local import build_local_context
 from graphrag_lite.tokens import count_tokens
 from tests.conftest import DATA, make_project
@@ -149,6 +161,7 @@ def test_dynamic_community_selection_descends_only_into_relevant_reports(novella
     assert stats["query_global_rate"]["calls"] == rated
     used = {row["id"] for row in result.context["Reports"]}
     assert len(used) == kept and "Reports" in result.citations()
+    assert result.coverage is not None and result.coverage.mapped_communities == kept
 
 
 def test_local_sources_fuse_entity_units_with_directly_retrieved_units(novella):
@@ -233,3 +246,94 @@ def test_rounds_end_when_the_model_repeats_itself_or_no_model_is_set(novella):
     evidence = GraphRAG.from_config(novella, overrides=["local_search.hops=2", "local_search.chat_model_id=null"])
     result = evidence.local_search("Who is Alex Mercer?")
     assert len(result.rounds) == 1 and "need a chat model" in result.problems[0]
+
+
+@pytest.mark.parametrize("level", [0, 1, 2, 5])
+def test_every_level_holds_every_clustered_entity_once(novella, level):
+    communities = GraphRAG.from_config(novella).index.communities
+    chosen = communities_at(communities, level)
+    members = [entity for ids in chosen["entity_ids"] for entity in ids]
+    clustered = {entity for ids in communities[communities["level"] == 0]["entity_ids"] for entity in ids}
+    assert len(members) == len(set(members)) and set(members) == clustered
+    if level:  # a theme too small to split down to the level is kept whole
+        assert (chosen["level"] < level).any()
+
+
+def test_map_batches_pack_theme_by_theme_and_open_each_batch_with_every_theme():
+    reports = pd.DataFrame({"community": [1, 2, 3, 4, 5, 6, 7], "rank": [9, 8, 7, 6, 5, 4, 3],
+                            "title": "Report", "full_content": "a finding of the same length " * 20})
+    themes = {1: 0, 3: 0, 5: 0, 7: 0, 2: 10, 4: 10, 6: 20}
+    row = {"id": 1, "title": "Report", "content": "a finding of the same length " * 20, "rank": 9}
+    four_reports = pack("Reports", REPORT_COLUMNS, [row] * 4, 10**6).tokens
+    batches = map_batches(reports, four_reports, themes)
+    # by rating alone: [1, 2, 3, 4], [5, 6, 7], two themes in each call
+    assert [[r["id"] for r in batch.rows] for batch in batches] == [[1, 3, 5, 7], [2, 6, 4]]
+
+
+def test_reduce_gives_every_theme_its_best_point_before_the_rest_by_score():
+    def point(score, report):
+        return Point(description=f"A finding about the harbour records [Data: Reports ({report})]", score=score)
+
+    points = [point(90, 1), point(80, 2), point(70, 1), point(60, 99), point(10, 3), point(0, 3)]
+    three_points = 3 * count_tokens(f"----Analyst 1----\nImportance Score: 90\n{points[0].description}\n\n",
+                                    "o200k_base")
+    themes = {1: 0, 2: 0, 3: 7}  # report 99 was not read: the point citing it has no theme
+    context = reduce_context(points, three_points, themes)
+    assert [p.score for p in context.points] == [90, 80, 10]  # theme 7's only scored point gets in
+    assert context.text.index("Score: 80") < context.text.index("Score: 10")
+    assert count_tokens(context.text, "o200k_base") <= three_points
+    by_score = reduce_context(points, three_points, {})  # points that cite nothing known compete on score
+    assert [p.score for p in by_score.points] == [90, 80, 70]
+
+
+UNRELATED = sorted((DATA / "unrelated-documents").glob("*.txt"))
+THEMES_QUESTION = "What are the main communities and who are the key entities in each?"
+
+
+@pytest.fixture(scope="module")
+def unrelated(tmp_path_factory):
+    # every connected component is clustered: with use_lcc only the largest document would have communities
+    root = make_project(tmp_path_factory.mktemp("unrelated"), UNRELATED, settings="cluster_graph:\n  use_lcc: false\n")
+    result = cli("index", "--root", root)
+    assert result.exit_code == 0, result.output
+    return root
+
+
+def top_community_of_each_document(rag):
+    """Each document's top-level community: the one holding most of its entities."""
+    units, documents = rag.index.text_units, rag.index.documents
+    document_title = dict(zip(documents["id"], documents["title"], strict=True))
+    unit_document = dict(zip(units["id"], units["document_id"].map(document_title), strict=True))
+    entity_documents = {entity: {unit_document[unit] for unit in ids}
+                        for entity, ids in zip(rag.index.entities["id"], rag.index.entities["text_unit_ids"],
+                                               strict=True)}
+    top = rag.index.communities[rag.index.communities["level"] == 0]
+    counts: dict[str, Counter] = defaultdict(Counter)
+    for community, members in zip(top["community"], top["entity_ids"], strict=True):
+        for entity in members:
+            for document in entity_documents[entity]:
+                counts[document][int(community)] += 1
+    return {document: found.most_common(1)[0][0] for document, found in counts.items()}
+
+
+def test_every_documents_top_community_reaches_the_reduce(unrelated):
+    rag = GraphRAG.from_config(unrelated)
+    result = rag.global_search(THEMES_QUESTION)
+    themes = community_themes(rag.index.communities)
+    reduced = {themes[report] for report in cited_ids(result.context_text)["Reports"]}
+    top = top_community_of_each_document(rag)
+    assert sorted(top) == [path.name for path in UNRELATED] and len(set(top.values())) == len(UNRELATED)
+    assert set(top.values()) <= reduced
+
+
+def test_global_coverage_in_json_adds_up(unrelated):
+    data = json.loads(cli("query", "global", THEMES_QUESTION, "--root", unrelated, "--json").output)
+    coverage = data["coverage"]
+    assert coverage["mapped_communities"] == len(data["context"]["Reports"]) == coverage["communities"]
+    assert coverage["mapped_entities"] == coverage["clustered_entities"] == coverage["entities"]
+    assert coverage["points"] == len(data["context"]["Points"])
+    assert 0 < coverage["kept_points"] <= coverage["scored_points"] <= coverage["points"]
+    assert 0 < coverage["kept_themes"] == coverage["scored_themes"] <= coverage["mapped_themes"] == coverage["themes"]
+    assert data["usage"]["calls"] == coverage["map_calls"] + 1  # and one reduce call
+    explained = cli("query", "global", THEMES_QUESTION, "--root", unrelated, "--explain").output
+    assert f"top-level themes: {coverage['kept_themes']} of {coverage['themes']} kept" in explained

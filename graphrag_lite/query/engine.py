@@ -27,11 +27,14 @@ from graphrag_lite.prompts import fill, load_prompt
 from graphrag_lite.query.citations import resolve_citations
 from graphrag_lite.query.context import ContextTable, pack, render
 from graphrag_lite.query.global_search import (
+    Coverage,
     MapAnswer,
     Point,
     ReportSelection,
+    community_themes,
     dynamic_selection,
     map_batches,
+    measure_coverage,
     no_answer,
     parse_rating,
     reduce_context,
@@ -66,6 +69,7 @@ class SearchResult:
     usage: dict[str, Any] | None
     problems: list[str] = field(default_factory=list)
     budgets: dict[str, int] = field(default_factory=dict)
+    coverage: Coverage | None = None  # global search: what part of the corpus reached the answer
     _index: IndexTables | None = field(default=None, repr=False)
     sections: list[dict[str, Any]] = field(default_factory=list)  # local search: tokens per section, and why
     rounds: list[dict[str, Any]] = field(default_factory=list)  # local search: each retrieval round
@@ -79,7 +83,7 @@ class SearchResult:
         return {"method": self.method, "question": self.question, "answer": self.answer,
                 "context": self.context, "citations": self.citations(), "usage": self.usage,
                 "problems": self.problems, "budgets": self.budgets, "sections": self.sections,
-                "rounds": self.rounds}
+                "rounds": self.rounds, "coverage": asdict(self.coverage) if self.coverage else None}
 
 
 class GraphRAG:
@@ -234,20 +238,43 @@ class GraphRAG:
     async def aglobal_search(self, question: str, response_type: str = DEFAULT_RESPONSE_TYPE,
                              community_level: int = 2, on_piece: OnPiece | None = None) -> SearchResult:
         cfg = self.config.global_search
-        problems: list[str] = []
         if cfg.chat_model_id is None:
             return self._global_evidence(question, community_level, on_piece)
+        problems: list[str] = []
         if cfg.dynamic_community_selection:
             selection, rated = await self._select_dynamically(question, problems)
             problems.append(f"dynamic community selection rated {rated} reports and kept {len(selection.reports)}")
         else:
             selection = select_reports(self.index, community_level, cfg.min_community_rank)
-        batches = map_batches(selection.reports, cfg.max_context_tokens)
+        problems[:0] = selection.missing
+        themes = community_themes(self.index.communities)
+        batches = map_batches(selection.reports, cfg.max_context_tokens, themes)
+        points = await self._map(question, batches, problems)
+        mapped = [row for batch in batches for row in batch.rows]
+        report_themes = {row["id"]: themes[row["id"]] for row in mapped}
+        reduce = reduce_context(points, cfg.data_max_tokens, report_themes)
+        level = cfg.dynamic_max_level if cfg.dynamic_community_selection else community_level
+        coverage = measure_coverage(self.index, selection, level, batches, points, reduce.points, report_themes)
+        context = {"Reports": mapped, "Points": [p.model_dump() for p in sorted(points, key=lambda p: -p.score)]}
+        if reduce.points:
+            reduce_prompt = fill(load_prompt(cfg.reduce_prompt, "global_search_reduce_system_prompt.txt",
+                                             required=("report_data",)), report_data=reduce.text,
+                                 response_type=response_type, max_length=cfg.reduce_max_length)
+            answer = await self._generate(cfg.chat_model_id, reduce_prompt, question, "query_global_reduce", on_piece)
+        else:
+            answer = no_answer(question, selection, community_level)
+            if on_piece:
+                on_piece(answer)
+        return SearchResult("global", question, answer, reduce.text, context, self._usage(), problems,
+                            {"map": cfg.max_context_tokens, "reduce": cfg.data_max_tokens}, coverage, self.index)
+
+    async def _map(self, question: str, batches: list[ContextTable], problems: list[str]) -> list[Point]:
+        """One map call per batch of reports; a failed call is named in `problems` and gives no points."""
+        cfg = self.config.global_search
         map_prompt = fill(load_prompt(cfg.map_prompt, "global_search_map_system_prompt.txt",
                                       required=("context_data",)), max_length=cfg.map_max_length)
-        problems[:0] = selection.missing
-
         chat_model_id = cfg.chat_model_id
+        assert chat_model_id is not None  # global search without a chat model answers with evidence before this
 
         async def map_one(batch: ContextTable) -> list[Point]:
             messages = [{"role": "system", "content": fill(map_prompt, context_data=batch.render())},
@@ -261,24 +288,7 @@ class GraphRAG:
                 return []
             return result.value.points
 
-        points = [p for found in await gather_all(map_one(b) for b in batches) for p in found]
-        reports_table = ContextTable("Reports", ["id", "title", "content", "rank"],
-                                     [row for batch in batches for row in batch.rows])
-        report_data, used_points = reduce_context(points, cfg.max_context_tokens)
-        context = {"Reports": reports_table.rows,
-                   "Points": [p.model_dump() for p in sorted(points, key=lambda p: -p.score)]}
-        if used_points == 0:
-            answer = no_answer(question, selection, community_level)
-            if on_piece:
-                on_piece(answer)
-            return SearchResult("global", question, answer, report_data, context, self._usage(), problems,
-                                {"map": cfg.max_context_tokens, "reduce": cfg.max_context_tokens}, self.index)
-        reduce_prompt = fill(load_prompt(cfg.reduce_prompt, "global_search_reduce_system_prompt.txt",
-                                         required=("report_data",)),
-                             report_data=report_data, response_type=response_type, max_length=cfg.reduce_max_length)
-        answer = await self._generate(cfg.chat_model_id, reduce_prompt, question, "query_global_reduce", on_piece)
-        return SearchResult("global", question, answer, report_data, context, self._usage(), problems,
-                            {"map": cfg.max_context_tokens, "reduce": cfg.max_context_tokens}, self.index)
+        return [p for found in await gather_all(map_one(b) for b in batches) for p in found]
 
     async def _select_dynamically(self, question: str, problems: list[str]) -> tuple[ReportSelection, int]:
         cfg = self.config.global_search
@@ -323,7 +333,7 @@ class GraphRAG:
         if on_piece:
             on_piece(answer)
         return SearchResult("global", question, answer, render([table]), {"Reports": table.rows}, self._usage(),
-                            list(selection.missing), {"reports": cfg.max_context_tokens}, self.index)
+                            list(selection.missing), {"reports": cfg.max_context_tokens}, _index=self.index)
 
     async def _generate(self, model_id: str | None, system: str, question: str, stage: str,
                         on_piece: OnPiece | None, tables: list[ContextTable] | None = None) -> str:

@@ -2,28 +2,33 @@
 
 Reports come from the chosen level, plus the communities above it that have no children down to it (the
 roll-up GraphRAG does, so every entity of the clustered graph is covered once). Reports rated below
-`min_community_rank` are left out; reports that failed are named, not silently skipped. Reports are packed,
-highest rated first, into batches of the token budget; each batch gets one map call returning scored
-points; the reduce call sees the best points that fit.
+`min_community_rank` are left out; reports that failed are named, not silently skipped. Each report belongs
+to a theme, the top-level (level-0) community it descends from. Reports are packed into batches of the token
+budget theme by theme, and each batch gets one map call returning scored points; the reduce call sees the
+best point of every theme first, then the best of the rest, as many as fit. `Coverage` counts what each
+step kept.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
-from collections.abc import Awaitable, Callable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
+from typing import TypeVar
 
 import pandas as pd
 from pydantic import BaseModel, Field, field_validator
 
 from graphrag_lite.llm.structured import ParseError, json_parser, number_from_text, strip_reasoning
+from graphrag_lite.query.citations import cited_ids
 from graphrag_lite.query.context import ContextTable, pack
 from graphrag_lite.query.index import IndexTables
 from graphrag_lite.tables import records
 from graphrag_lite.tokens import count_tokens
 
 ENCODING = "o200k_base"
+T = TypeVar("T")
 
 
 class Point(BaseModel):
@@ -45,19 +50,35 @@ class ReportSelection:
     reports: pd.DataFrame
     missing: list[str]  # communities at these levels whose report failed
     below_rank: int  # usable reports left out by min_community_rank
+    candidates: pd.DataFrame  # the communities the reports were chosen from, one per clustered entity
 
 
-def select_reports(index: IndexTables, level: int, min_rank: float) -> ReportSelection:
-    communities = index.communities
+def communities_at(communities: pd.DataFrame, level: int) -> pd.DataFrame:
+    """The communities of `level` and the childless ones above it: together they hold every clustered entity
+    exactly once, so a theme too small to be split down to the level is still read."""
     leaves_above = (communities["level"] < level) & (communities["children"].map(len) == 0)
     chosen = communities[(communities["level"] == level) | leaves_above]
     if chosen.empty:  # the graph is shallower than the level asked for: use its deepest level
         chosen = communities[communities["level"] == communities["level"].max()]
+    return chosen
+
+
+def community_themes(communities: pd.DataFrame) -> dict[int, int]:
+    """Each community's theme: the top-level (level-0) community it descends from."""
+    themes: dict[int, int] = {}
+    ordered = communities.sort_values("level")  # parents before their children
+    for community, parent in zip(ordered["community"].astype(int), ordered["parent"].astype(int), strict=True):
+        themes[community] = themes.get(parent, parent) if parent >= 0 else community
+    return themes
+
+
+def select_reports(index: IndexTables, level: int, min_rank: float) -> ReportSelection:
+    chosen = communities_at(index.communities, level)
     reports = index.reports[index.reports["community"].isin(chosen["community"])]
     failed = reports[reports["status"] != "ok"]
     usable = reports[reports["status"] == "ok"]
     kept = usable[usable["rank"] >= min_rank].sort_values(["rank", "community"], ascending=[False, True])
-    return ReportSelection(kept, missing_reports(failed), len(usable) - len(kept))
+    return ReportSelection(kept, missing_reports(failed), len(usable) - len(kept), chosen)
 
 
 def missing_reports(failed: pd.DataFrame) -> list[str]:
@@ -118,32 +139,136 @@ async def dynamic_selection(index: IndexTables, rate: Callable[[str], Awaitable[
     selected = [c for found in await asyncio.gather(*(visit(r, 0) for r in roots if r in content)) for c in found]
     chosen = reports[reports["community"].isin(selected)].sort_values(["rank", "community"], ascending=[False, True])
     below_rank = int(((index.reports["status"] == "ok") & (index.reports["rank"] < min_rank)).sum())
-    return ReportSelection(chosen, missing_reports(index.reports[index.reports["status"] != "ok"]), below_rank), rated
+    missing = missing_reports(index.reports[index.reports["status"] != "ok"])
+    return ReportSelection(chosen, missing, below_rank, communities_at(index.communities, max_level)), rated
 
 
-def map_batches(reports: pd.DataFrame, budget: int) -> list[ContextTable]:
+REPORT_COLUMNS = ["id", "title", "content", "rank"]
+
+
+def map_batches(reports: pd.DataFrame, budget: int, themes: dict[int, int]) -> list[ContextTable]:
+    """Reports in batches of `budget` tokens, packed theme by theme: a map call answers with a limited number
+    of points, and the fewer themes it reads, the larger each one's share. Within a batch the themes take
+    turns, so every theme's best report is near the top, where a model reads most carefully."""
     rows = [{"id": int(r["community"]), "title": r["title"], "content": r["full_content"], "rank": r["rank"]}
-            for r in records(reports)]
+            for r in records(by_theme(reports, themes))]
     batches: list[ContextTable] = []
     while rows:
-        batch = pack("Reports", ["id", "title", "content", "rank"], rows, budget)
+        batch = pack("Reports", REPORT_COLUMNS, rows, budget)
         if not batch.rows:  # one report larger than the budget goes alone, cut by the model's own limit
-            batch = ContextTable("Reports", ["id", "title", "content", "rank"], rows[:1])
-        batches.append(batch)
+            batch = ContextTable("Reports", REPORT_COLUMNS, rows[:1])
         rows = rows[len(batch.rows):]
+        batch.rows = take_turns(batch.rows, [themes[row["id"]] for row in batch.rows])
+        batches.append(batch)
     return batches
 
 
-def reduce_context(points: list[Point], budget: int) -> tuple[str, int]:
-    """The highest-scoring points with a score above zero that fit; returns the text and how many."""
-    text, used, count = "", 0, 0
-    for i, point in enumerate(sorted((p for p in points if p.score > 0), key=lambda p: -p.score), start=1):
-        block = f"----Analyst {i}----\nImportance Score: {point.score:g}\n{point.description}\n\n"
-        cost = count_tokens(block, ENCODING)
-        if used + cost > budget:
-            break
-        text, used, count = text + block, used + cost, count + 1
-    return text, count
+def by_theme(reports: pd.DataFrame, themes: dict[int, int]) -> pd.DataFrame:
+    """Reports grouped by theme, the themes in order of their best report's rating, highest rated first
+    within a theme."""
+    theme = reports["community"].astype(int).map(themes)
+    best = reports["rank"].groupby(theme).transform("max")
+    return reports.assign(theme=theme, best=best).sort_values(
+        ["best", "theme", "rank", "community"], ascending=[False, True, False, True])
+
+
+def take_turns(items: list[T], keys: list[int]) -> list[T]:
+    """The first item of each key, then the second of each, and so on (keys in order of first appearance)."""
+    groups: dict[int, list[T]] = {}
+    for item, key in zip(items, keys, strict=True):
+        groups.setdefault(key, []).append(item)
+    queues = list(groups.values())
+    return [queue[turn] for turn in range(max(map(len, queues), default=0)) for queue in queues if turn < len(queue)]
+
+
+def cited_themes(point: Point, report_themes: dict[int, int]) -> set[int]:
+    """The themes of the reports a point cites; ids of reports the map calls did not read are ignored."""
+    return {report_themes[i] for i in cited_ids(point.description).get("Reports", []) if i in report_themes}
+
+
+@dataclass
+class ReduceContext:
+    text: str
+    points: list[Point]  # the points sent, highest score first
+
+
+def reduce_context(points: list[Point], budget: int, report_themes: dict[int, int]) -> ReduceContext:
+    """The points scored above zero that fit in `budget`: first the best point of each theme, so a theme whose
+    points all score lower than another theme's still reaches the answer, then the others by score. A point
+    citing no report that was read competes on score alone. Each is labelled with its rank among all points."""
+    scored = sorted((p for p in points if p.score > 0), key=lambda p: -p.score)
+    blocks = [f"----Analyst {i}----\nImportance Score: {p.score:g}\n{p.description}\n\n"
+              for i, p in enumerate(scored, start=1)]
+    costs = [count_tokens(block, ENCODING) for block in blocks]
+    chosen: set[int] = set()
+    used = 0
+
+    def take(i: int) -> bool:
+        nonlocal used
+        if i in chosen or used + costs[i] > budget:
+            return False
+        chosen.add(i)
+        used += costs[i]
+        return True
+
+    represented: set[int] = set()
+    for i, point in enumerate(scored):
+        themes = cited_themes(point, report_themes)
+        if themes - represented and take(i):
+            represented |= themes
+    for i in range(len(scored)):
+        take(i)
+    return ReduceContext("".join(blocks[i] for i in sorted(chosen)), [scored[i] for i in sorted(chosen)])
+
+
+@dataclass
+class Coverage:
+    """How much of the corpus one global search read, and how much of it reached the reduce call."""
+
+    level: int  # the level searched (with dynamic selection: the deepest it may descend to)
+    communities: int  # communities at that level, with the childless ones above it
+    mapped_communities: int  # communities whose report went to a map call
+    entities: int  # entities in the index
+    clustered_entities: int  # entities in one of those communities (cluster_graph.use_lcc leaves out the rest)
+    mapped_entities: int  # entities in a community whose report went to a map call
+    map_calls: int
+    points: int  # map points produced
+    scored_points: int  # points scored above zero
+    kept_points: int  # points sent to the reduce call
+    themes: int  # top-level (level-0) communities
+    mapped_themes: int  # themes with a report in a map call
+    scored_themes: int  # themes cited by a point scored above zero
+    kept_themes: int  # themes cited by a point sent to the reduce call
+
+    def describe(self) -> str:
+        calls = f"{self.map_calls} map call" + ("s" if self.map_calls != 1 else "")
+        return (f"coverage: read {self.mapped_communities} of the {self.communities} community reports at level "
+                f"{self.level} in {calls}; they cover {self.mapped_entities} of {self.entities} entities "
+                f"({self.clustered_entities} are in a community at all)\n"
+                f"points: {self.points} produced, {self.scored_points} scored above 0, {self.kept_points} kept for "
+                f"the reduce; top-level themes: {self.kept_themes} of {self.themes} kept ({self.mapped_themes} read, "
+                f"{self.scored_themes} with a scored point)")
+
+
+def measure_coverage(index: IndexTables, selection: ReportSelection, level: int, batches: list[ContextTable],
+                     points: list[Point], kept: list[Point], report_themes: dict[int, int]) -> Coverage:
+    """`report_themes`: the theme of every report the map calls read."""
+    members = dict(zip(index.communities["community"].astype(int), index.communities["entity_ids"], strict=True))
+    scored = [p for p in points if p.score > 0]
+
+    def entities_in(communities: Iterable[int]) -> int:
+        return len({entity for community in communities for entity in members[community]})
+
+    def themes_cited(cited: list[Point]) -> int:
+        return len({theme for point in cited for theme in cited_themes(point, report_themes)})
+
+    return Coverage(
+        level=level, communities=len(selection.candidates), mapped_communities=len(report_themes),
+        entities=len(index.entities), clustered_entities=entities_in(selection.candidates["community"].astype(int)),
+        mapped_entities=entities_in(report_themes), map_calls=len(batches), points=len(points),
+        scored_points=len(scored), kept_points=len(kept), themes=int((index.communities["level"] == 0).sum()),
+        mapped_themes=len(set(report_themes.values())), scored_themes=themes_cited(scored),
+        kept_themes=themes_cited(kept))
 
 
 def no_answer(question: str, selection: ReportSelection, level: int) -> str:
