@@ -130,7 +130,7 @@ def _section_uses(cfg: LocalSearchConfig, tables: list[ContextTable], candidates
         "the linked entities' order fused with direct retrieval (fusion)"
     whys = [f"at most community_prop {cfg.community_prop:g} of {budget:,}",
             f"entities, relationships and claims share at most {graph_cap:,} (1 - community_prop - text_unit_prop)",
-            "after the entities", "after the entities and relationships",
+            "what the entities left of the graph share", "what the entities and relationships left of the graph share",
             f"the {budget - reports.tokens - graph_used:,} tokens the other sections left "
             f"(text_unit_prop {cfg.text_unit_prop:g} is its minimum), ranked by {ranking}; {left:,} unused"]
     caps = [int(budget * cfg.community_prop), graph_cap, graph_cap - entities.tokens,
