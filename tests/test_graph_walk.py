@@ -8,7 +8,7 @@ import pytest
 from graphrag_lite.config import GraphRagConfig, LocalSearchConfig
 from graphrag_lite.query.graph_walk import EntityUnitGraph
 from graphrag_lite.query.index import IndexTables
-from graphrag_lite.query.local import build_local_context
+from graphrag_lite.query.local import build_local_context, name_matches
 
 # u0 names the question's entity and a bridge entity; u1 (the bridge passage) shares only the bridge entity
 # with u0 and holds the answer; u2 and u3 repeat the question's words but lead nowhere.
@@ -75,3 +75,11 @@ def test_ppr_sources_bring_the_bridge_passage_that_fusion_misses(tmp_path, ranki
     assert (1 in sources) is bridge_found and sources[0] == 0  # fusion sees only the linked entity's passage
     if bridge_found:
         assert sources.index(1) < sources.index(4)  # one hop from the seeds before two
+
+
+def test_names_in_a_question_link_only_where_the_question_capitalizes_them(tmp_path):
+    index = index_of(tmp_path)
+    index.__dict__["normalized_titles"] = [("e-ada", "ADA VALE"), ("e-during", "DURING"), ("e-press", "PRESS")]
+    assert name_matches(index, "What did Ada Vale print during the war?") == ["e-ada"]
+    assert name_matches(index, "During what war did the Press close?") == ["e-press"]  # sentence start: no name
+    assert name_matches(index, "what did ada vale print during the war?") == ["e-ada", "e-during"]  # all lower

@@ -10,6 +10,7 @@ then by how many of the selected relationships they support.
 
 from __future__ import annotations
 
+import re
 from collections.abc import Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
@@ -51,10 +52,18 @@ Ranked = Sequence[str] | Mapping[str, float]
 
 
 def name_matches(index: IndexTables, question: str) -> list[str]:
-    """Entities whose whole name appears in the question, longest names first."""
+    """Entities whose whole name appears in the question, longest names first. When the question writes
+    names with capitals, a match must hold a capitalized word: "during" in a question is not the entity
+    DURING (a sentence-initial word taken for a name); a question typed all in lower case matches any."""
     text = f" {normalize_name(question)} "
-    found = [(len(name), eid) for eid, name in index.normalized_titles if f" {name} " in text]
-    return [eid for _, eid in sorted(found, key=lambda x: -x[0])]
+    found = [(len(name), eid, name) for eid, name in index.normalized_titles if f" {name} " in text]
+    capitalized = {normalize_name(w) for w in _CAPITALIZED.findall(question[1:])}
+    if capitalized:
+        found = [f for f in found if capitalized & set(f[2].split())]
+    return [eid for _, eid, _ in sorted(found, key=lambda x: -x[0])]
+
+
+_CAPITALIZED = re.compile("(?<![\\w'\u2019])[A-Z0-9][\\w'\u2019-]*")
 
 
 def build_local_context(index: IndexTables, cfg: LocalSearchConfig, linked: Ranked, community_level: int,
