@@ -19,7 +19,9 @@ import time
 import zipfile
 from pathlib import Path
 
-DEFAULT_ZIP = Path(__file__).resolve().parents[2] / "shared/corpora/podcast-transcripts/kevin-scott-podcasts.zip"
+from shared_data import SHARED
+
+DEFAULT_ZIP = SHARED / "corpora/podcast-transcripts/kevin-scott-podcasts.zip"
 SETTINGS = "embed_text:\n  model_id: null\n"
 
 

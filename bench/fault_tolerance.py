@@ -22,8 +22,8 @@ import zipfile
 from pathlib import Path
 
 import pandas as pd
+from shared_data import SHARED
 
-SHARED = Path(__file__).resolve().parents[2] / "shared"
 ZIP = SHARED / "corpora/podcast-transcripts/kevin-scott-podcasts.zip"
 TABLES = ("documents", "text_units", "entities", "relationships", "communities", "community_reports", "covariates")
 FAULTS = "rate_limit=0.05&server_error=0.05&timeout=0.05&drop=0.05&malformed=0.05"

@@ -18,10 +18,11 @@ import time
 from pathlib import Path
 
 from retrieval_eval import Scores, basic_packed, basic_rows, local_rows, with_settings
+from shared_data import shared_path
 
 from graphrag_lite.query.engine import GraphRAG
 
-DATA = Path(__file__).resolve().parents[2] / "shared/corpora/hotpotqa-100"
+DATA = shared_path("corpora/hotpotqa-100")
 BUDGET = 12000
 
 

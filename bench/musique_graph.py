@@ -18,11 +18,12 @@ import time
 from pathlib import Path
 
 import pandas as pd
+from shared_data import SHARED
 
 from graphrag_lite.graph.merge import merge_graph
 from graphrag_lite.stages.cluster_graph import finalize_graph
 
-DEFAULT = Path(__file__).resolve().parents[2] / "shared/corpora/musique-dev/openie_gpt-3.5-turbo-1106.json"
+DEFAULT = SHARED / "corpora/musique-dev/openie_gpt-3.5-turbo-1106.json"
 
 
 def raw_tables(path: Path) -> tuple[pd.DataFrame, pd.DataFrame]:

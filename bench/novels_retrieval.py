@@ -24,12 +24,13 @@ from pathlib import Path
 
 import yaml
 from retrieval_eval import Scores, basic_packed, basic_rows, local_rows, with_settings
+from shared_data import shared_path
 
 from graphrag_lite.llm.fake import STOPWORDS
 from graphrag_lite.nlp.extractor import sentences
 from graphrag_lite.query.engine import GraphRAG
 
-DATA = Path(__file__).resolve().parents[2] / "shared/corpora/novels-dev"
+DATA = shared_path("corpora/novels-dev")
 
 
 def content_words(text: str) -> frozenset[str]:
