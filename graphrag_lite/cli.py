@@ -242,6 +242,7 @@ def _query(method: str, question: str, root: Path, config: Path | None, set_: li
 
     from graphrag_lite.pipeline import describe_llm_totals
     from graphrag_lite.query.engine import GraphRAG, SearchResult
+    from graphrag_lite.query.hops import describe_round
 
     def run() -> None:
         rag = GraphRAG.from_config(root, config, set_ or [], use_cache=not no_cache)
@@ -268,11 +269,8 @@ def _query(method: str, question: str, root: Path, config: Path | None, set_: li
             console.rule("usage")
             console.print(describe_llm_totals(result.usage) if result.usage else "no model calls", highlight=False)
             console.print(f"context budgets (tokens): {result.budgets}", highlight=False)
-            for number, hop in enumerate(result.rounds[1:], start=2):
-                found = f"linked {', '.join(hop['linked_entities']) or 'nothing'}, {len(hop['new_sources'])} new " \
-                        "sources" if hop["query"] else "the model found the context enough"
-                console.print(f"round {number}: {hop['query'] or '-'} ({found}; {hop['calls']} calls, "
-                              f"{hop['tokens']:,} tokens)", markup=False, highlight=False)
+            for number, hop in enumerate(result.rounds if len(result.rounds) > 1 else [], start=1):
+                console.print(describe_round(number, hop), markup=False, highlight=False)
             for section in result.sections:
                 console.print(f"  {section['name']}: {section['used']:,} of {section['cap']:,} tokens, "
                               f"{section['rows']} of {section['candidates']} rows ({section['why']})",

@@ -196,12 +196,16 @@ def test_two_hops_from_the_cli_show_the_second_round_and_its_cost(novella):
     assert first["query"] == "Who works with Alex Mercer?" and first["calls"] == 0
     assert second["query"] and second["query"] != first["query"]  # the fake names the bridge entity
     assert second["calls"] == 1 and second["tokens"] > 0 and second["linked_entities"]
-    assert set(second["new_sources"]) <= {row["id"] for row in data["context"]["Sources"]}
+    final = {row["id"] for row in data["context"]["Sources"]}
+    assert set(second["new_sources"]) <= final and second["kept_sources"] == second["new_sources"]
+    assert set(first["kept_sources"]) == set(first["new_sources"]) & final and not second["cached"]
     assert data["usage"]["by_stage"]["query_local_hop"]["calls"] == 1
     stages = data["usage"]["by_stage"]
     assert stages["query_local"]["calls"] == 1 and stages["query_embed"]["calls"] == 2  # the question, the lead
     explained = cli("query", "local", "Who works with Alex Mercer?", "--root", novella, "--hops", "2", "--explain")
-    assert re.search(r"round 2: .+ \(linked .+ new sources; 1 calls, [\d,]+ tokens\)", explained.output)
+    assert re.search(r"round 1: Who works with Alex Mercer\? \(linked .+; \d+ new sources, \d+ in the final "
+                     r"context\)", explained.output)
+    assert re.search(r"round 2: .+ \(linked .+ in the final context; 1 call, [\d,]+ tokens\)", explained.output)
 
 
 def test_the_next_round_follows_the_models_lead_into_new_sources(novella):
@@ -337,3 +341,9 @@ def test_global_coverage_in_json_adds_up(unrelated):
     assert data["usage"]["calls"] == coverage["map_calls"] + 1  # and one reduce call
     explained = cli("query", "global", THEMES_QUESTION, "--root", unrelated, "--explain").output
     assert f"top-level themes: {coverage['kept_themes']} of {coverage['themes']} kept" in explained
+
+
+def test_a_hop_answered_from_the_cache_says_so(novella):
+    args = ("query", "local", "Who leads the team with Taylor Cruz?", "--root", novella, "--hops", "2", "--explain")
+    assert cli(*args).exit_code == 0
+    assert re.search(r"round 2: .+; 1 call, from the cache\)", cli(*args).output)

@@ -179,6 +179,9 @@ class GraphRAG:
             hop.linked_entities = self._titles(list(entities))
             hop.new_sources = [i for i in _source_ids(context.tables) if i not in before]
             rounds.append(hop)
+        final = set(_source_ids(context.tables))
+        for done in rounds:
+            done.kept_sources = [i for i in done.new_sources if i in final]
         return context, rounds
 
     async def _next_hop(self, question: str, context: LocalContext, searched: list[str]) -> HopRound:
@@ -198,7 +201,8 @@ class GraphRAG:
             query, problems = "", [f"the model named no next hop, so the answer uses the rounds so far: {err}"]
         after = self.gateway.ledger.totals("query_local_hop")
         tokens = sum(after[k] - before[k] for k in ("prompt_tokens", "completion_tokens"))
-        return HopRound(query, [], [], after["calls"] - before["calls"], tokens, problems)
+        cached = after["cache_hits"] > before["cache_hits"]
+        return HopRound(query, [], [], after["calls"] - before["calls"], tokens, cached, problems)
 
     def _titles(self, entity_ids: list[str]) -> list[str]:
         titles = dict(zip(self.index.entities["id"], self.index.entities["title"], strict=True))

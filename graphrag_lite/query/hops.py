@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import re
 from dataclasses import dataclass, field
+from typing import Any
 
 from graphrag_lite.llm.structured import ParseError, strip_reasoning
 from graphrag_lite.query.context import ContextTable, pack
@@ -27,12 +28,27 @@ _NOT_A_QUERY = re.compile(r"^\W*(?:i\b|i'm\b|sorry\b|as an ai\b|unfortunately\b|
 class HopRound:
     """One retrieval round, as `--json` shows it."""
 
-    query: str
+    query: str  # the question (round 1), the model's query, or "" when the model found the context enough
     linked_entities: list[str]
     new_sources: list[int]  # source ids this round brought into the context
     calls: int = 0  # model calls that produced this round's query (0 for the question itself)
-    tokens: int = 0
+    tokens: int = 0  # their prompt and completion tokens (0 when the reply came from the cache)
+    cached: bool = False
     problems: list[str] = field(default_factory=list)
+    kept_sources: list[int] = field(default_factory=list)  # of new_sources, those in the final context
+
+
+def describe_round(number: int, hop: dict[str, Any]) -> str:
+    """One line of `--explain` for a round (as `SearchResult.rounds` holds it)."""
+    if not hop["query"]:
+        found = "the model found the context enough" if not hop["problems"] else "no new query"
+    else:
+        found = (f"linked {', '.join(hop['linked_entities'][:5]) or 'nothing'}"
+                 f"{' …' if len(hop['linked_entities']) > 5 else ''}; {len(hop['new_sources'])} new sources, "
+                 f"{len(hop['kept_sources'])} in the final context")
+    cost = "" if number == 1 else (f"; {hop['calls']} call{'s' if hop['calls'] != 1 else ''}, " + (
+        "from the cache" if hop["cached"] else f"{hop['tokens']:,} tokens"))
+    return f"round {number}: {hop['query'] or '-'} ({found}{cost})"
 
 
 def follow_up_query(text: str) -> str | None:
