@@ -243,7 +243,8 @@ class Coverage:
     def describe(self) -> str:
         calls = f"{self.map_calls} map call" + ("s" if self.map_calls != 1 else "")
         return (f"coverage: read {self.mapped_communities} of the {self.communities} community reports at level "
-                f"{self.level} in {calls}; they cover {self.mapped_entities} of {self.entities} entities "
+                f"{self.level} (or the last level of a shallower branch) in {calls}; they cover "
+                f"{self.mapped_entities} of {self.entities} entities "
                 f"({self.clustered_entities} are in a community at all)\n"
                 f"points: {self.points} produced, {self.scored_points} scored above 0, {self.kept_points} kept for "
                 f"the reduce; top-level themes: {self.kept_themes} of {self.themes} kept ({self.mapped_themes} read, "
