@@ -42,6 +42,13 @@ def local_rows(rag: GraphRAG, question: str) -> list[dict[str, Any]]:
     return next(t.rows for t in context.tables if t.name == "Sources")
 
 
+def whole_local_context(rag: GraphRAG, question: str) -> list[dict[str, Any]]:
+    """Every row local search sends, as text rows: what the answering model reads, not only the sources."""
+    context = asyncio.run(rag.alocal_context(question))
+    return [{"text": " ".join(str(row.get(k, "")) for k in ("title", "entity", "description", "content", "text"))}
+            for table in context.tables for row in table.rows]
+
+
 def basic_rows(rag: GraphRAG, question: str) -> list[dict[str, Any]]:
     return asyncio.run(rag.abasic_context(question)).rows
 
