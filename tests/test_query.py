@@ -25,7 +25,7 @@ from graphrag_lite.query.global_search import (
     map_batches,
     reduce_context,
 )
-from graphrag_lite.query.local import build_local_context
+from graphrag_lite.query.local import LEAD_SHARE, build_local_context
 from graphrag_lite.tokens import count_tokens
 from tests.conftest import DATA, make_project
 
@@ -209,7 +209,7 @@ def test_two_hops_from_the_cli_show_the_second_round_and_its_cost(novella):
 
 
 def test_the_next_round_follows_the_models_lead_into_new_sources(novella):
-    rag = GraphRAG.from_config(novella, overrides=["local_search.max_context_tokens=3000", "local_search.hops=2",
+    rag = GraphRAG.from_config(novella, overrides=["local_search.max_context_tokens=12000", "local_search.hops=2",
                                                    "local_search.retrieved_text_units=0"], use_cache=False)
     one = asyncio.run(rag.alocal_context("Who is Alex Mercer?"))
     seen = {row["id"] for row in one.tables[-1].rows}
@@ -222,6 +222,9 @@ def test_the_next_round_follows_the_models_lead_into_new_sources(novella):
     second = result.rounds[1]
     assert second["query"] == lead.title() and lead in second["linked_entities"]
     assert second["new_sources"]  # the lead's own passages, absent from the first round, came in
+    first = result.rounds[0]["new_sources"]
+    head = first[: int(len(first) * (1 - LEAD_SHARE))]
+    assert head and set(head) <= {row["id"] for row in result.context["Sources"]}  # a lead never pushes these out
 
 
 @pytest.mark.parametrize("reply, query, problem", [

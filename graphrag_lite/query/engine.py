@@ -175,7 +175,8 @@ class GraphRAG:
             unit_seeds.append(units)
             before = set(_source_ids(context.tables))
             context = build_local_context(self.index, cfg, merged_seeds(seeds), level, merged_seeds(unit_seeds),
-                                          entity_limit=cfg.top_k_entities * len(seeds))
+                                          entity_limit=cfg.top_k_entities * len(seeds),
+                                          earlier_order=context.source_order[:len(context.tables[-1].rows)])
             hop.linked_entities = self._titles(list(entities))
             hop.new_sources = [i for i in _source_ids(context.tables) if i not in before]
             rounds.append(hop)

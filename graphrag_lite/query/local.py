@@ -21,7 +21,7 @@ from graphrag_lite.config import LocalSearchConfig
 from graphrag_lite.graph.resolution import normalize_name
 from graphrag_lite.query.context import ContextTable, pack
 from graphrag_lite.query.index import IndexTables
-from graphrag_lite.query.retrieval import RRF_K, fuse
+from graphrag_lite.query.retrieval import RRF_K, fuse, interleave
 from graphrag_lite.tables import records
 
 
@@ -42,6 +42,7 @@ class LocalContext:
     tables: list[ContextTable]
     sections: list[SectionUse]
     entity_ids: list[str]
+    source_order: list[str]  # every candidate text unit id, best first (the sources are its packed head)
 
     @property
     def budgets(self) -> dict[str, int]:
@@ -49,6 +50,10 @@ class LocalContext:
 
 
 Ranked = Sequence[str] | Mapping[str, float]
+# Share of an earlier round's sources a multi-hop lead may take turns with. With Qwen2.5-Coder-1.5B naming
+# the leads on MuSiQue (bench/musique_hops.py, 10 questions), all-gold went 0.80 -> 0.40 when a lead's walk
+# replaced the ranking, 0.60 when it took turns with all of it, 0.70 with the last quarter.
+LEAD_SHARE = 0.25
 
 
 def name_matches(index: IndexTables, question: str) -> list[str]:
@@ -67,12 +72,15 @@ _CAPITALIZED = re.compile("(?<![\\w'\u2019])[A-Z0-9][\\w'\u2019-]*")
 
 
 def build_local_context(index: IndexTables, cfg: LocalSearchConfig, linked: Ranked, community_level: int,
-                        retrieved_units: Ranked = (), entity_limit: int | None = None) -> LocalContext:
+                        retrieved_units: Ranked = (), entity_limit: int | None = None,
+                        earlier_order: Sequence[str] = ()) -> LocalContext:
     """`linked`: the entities the question is about, best first (with their link scores, when known);
     `retrieved_units`: text unit ids found for the question directly (vector and keyword search), so the
     sources are never blind to the question's own words. Reports and the graph tables take at most their
     shares of the budget; the sources get the rest. `entity_limit`: linked entities kept (default
-    `top_k_entities`; more after several retrieval rounds)."""
+    `top_k_entities`; more after several retrieval rounds). `earlier_order`: the sources an earlier round
+    sent; their head stays, and this round's ranking takes turns with their last LEAD_SHARE, so a new lead
+    adds passages without pushing out the best ones already found."""
     budget = cfg.max_context_tokens
     entity_scores = _top(_scored(linked), set(index.entities["id"]), entity_limit or cfg.top_k_entities)
     unit_scores = _scored(retrieved_units)
@@ -85,12 +93,16 @@ def build_local_context(index: IndexTables, cfg: LocalSearchConfig, linked: Rank
     graph = _graph_tables(index, ids, cfg.top_k_relationships, graph_cap)
     included = {row["id"] for row in graph[1].rows}
     supported = {uid: tuple(r for r in rel_ids if r in included) for uid, rel_ids in graph[3].items()}
-    source_rows = _source_rows(index, walk.units if walk else None, ids, supported, list(unit_scores))
+    order = _source_order(index, walk.units if walk else None, ids, supported, list(unit_scores))
+    if earlier_order:  # a lead may be wrong: it takes turns with the last quarter of the sources found so far
+        kept = int(len(earlier_order) * (1 - LEAD_SHARE))
+        order = list(earlier_order[:kept]) + interleave(list(earlier_order[kept:]), order)
+    source_rows = _source_rows(index, order)
     sources_cap = budget - reports.tokens - sum(t.tokens for t in graph[:3])
     sources = pack("Sources", ["id", "text"], source_rows, sources_cap)
     tables = [reports, *graph[:3], sources]
     sections = _section_uses(cfg, tables, [len(report_rows), len(ids), *graph[4], len(source_rows)], graph_cap)
-    return LocalContext(tables, sections, ids)
+    return LocalContext(tables, sections, ids, order)
 
 
 def _scored(ranked: Ranked) -> dict[str, float]:
@@ -201,8 +213,8 @@ def _claim_rows(index: IndexTables, titles: set[str]) -> list[dict[str, Any]]:
              "description": c["description"]} for c in records(claims)]
 
 
-def _source_rows(index: IndexTables, walked: dict[str, float] | None, linked: list[str],
-                 supported: dict[str, tuple[int, ...]], retrieved: list[str]) -> list[dict[str, Any]]:
+def _source_order(index: IndexTables, walked: dict[str, float] | None, linked: list[str],
+                  supported: dict[str, tuple[int, ...]], retrieved: list[str]) -> list[str]:
     """Text units in the walk's order, or (fusion) by the match order of the entity they mention, then by
     the selected relationships they support, fused with the directly retrieved units."""
     if walked is not None:
@@ -215,5 +227,9 @@ def _source_rows(index: IndexTables, walked: dict[str, float] | None, linked: li
                 order.setdefault(uid, position)
         by_entities = sorted(order, key=lambda u: (order[u], -len(supported.get(u, ()))))
         ranked = fuse([by_entities, retrieved], len(order) + len(retrieved)) if retrieved else by_entities
+    return ranked
+
+
+def _source_rows(index: IndexTables, ranked: list[str]) -> list[dict[str, Any]]:
     units = index.text_units.set_index("id", drop=False).loc[ranked]
     return [{"id": int(h), "text": t} for h, t in zip(units["human_readable_id"], units["text"], strict=True)]

@@ -22,6 +22,13 @@ def fuse(rankings: list[list[str]], limit: int) -> list[str]:
     return list(fuse_scores(rankings, limit))
 
 
+def interleave(first: list[str], second: list[str]) -> list[str]:
+    """The two rankings taking turns, `first` leading, each id once."""
+    turns = [row_id for pair in zip(first, second, strict=False) for row_id in pair]
+    longer = first[len(second):] if len(first) > len(second) else second[len(first):]
+    return list(dict.fromkeys(turns + longer))
+
+
 def keyword_query(question: str) -> str:
     """The question as plain search words (no query syntax)."""
     return " ".join(re.findall(r"\w+", question))
