@@ -17,7 +17,7 @@ import tempfile
 import time
 from pathlib import Path
 
-from retrieval_eval import Scores, basic_packed, basic_rows, local_rows, with_settings
+from retrieval_eval import Scores, compared_methods, score_question
 from shared_data import shared_path
 
 from graphrag_lite.query.engine import GraphRAG
@@ -49,17 +49,11 @@ def main() -> None:
                        check=True, stdout=subprocess.DEVNULL)
         built = time.perf_counter() - started
         rag = GraphRAG.from_config(root)
-        methods = {"local (ppr)": (rag, local_rows),
-                   "local (fusion)": (with_settings(rag, local_search={"source_ranking": "fusion"}), local_rows),
-                   f"basic packed to {BUDGET:,} tokens": (basic_packed(rag), basic_rows),
-                   "basic k=10 (the default)": (rag, basic_rows)}
+        methods = compared_methods(rag)
         scores = Scores()
         for q in questions:
-            gold = {title for title, _ in q["supporting_facts"]}
-            for name, (searcher, rows_of) in methods.items():
-                build = lambda: rows_of(searcher, q["question"])  # noqa: B023, E731 - called at once
-                rows = scores.timed(build) if name == "local (ppr)" else build()
-                scores.add(name, q["type"], gold, sources_titles(searcher, rows))
+            score_question(scores, methods, q["question"], q["type"], {title for title, _ in q["supporting_facts"]},
+                           sources_titles)
         print(f"fast index of {len(corpus)} paragraphs in {built:.1f} s: {len(rag.index.entities):,} entities, "
               f"{len(rag.index.communities):,} communities")
         scores.print(f"HotpotQA, {len(questions)} questions, {BUDGET:,}-token context, keyword retrieval, no LLM "

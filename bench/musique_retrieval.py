@@ -25,7 +25,7 @@ from pathlib import Path
 import pandas as pd
 import yaml
 from musique_graph import DEFAULT, raw_tables, summarized
-from retrieval_eval import Scores, basic_packed, basic_rows, local_rows, with_settings
+from retrieval_eval import Scores, compared_methods, score_question, with_settings
 
 from graphrag_lite.config import GraphRagConfig, ModelConfig, OutputConfig, VectorStoreConfig
 from graphrag_lite.graph.merge import merge_graph
@@ -128,18 +128,11 @@ def main() -> None:
         print(f"entity-text unit graph for the walk: {rag.index.entity_unit_graph.graph.vcount():,} nodes, "
               f"{rag.index.entity_unit_graph.graph.ecount():,} edges, built in "
               f"{(time.perf_counter() - began) * 1000:.0f} ms")
-        methods = {"local (ppr)": (rag, local_rows),
-                   "local (fusion)": (with_settings(rag, local_search={"source_ranking": "fusion"}), local_rows),
-                   f"basic packed to {BUDGET:,} tokens": (basic_packed(rag), basic_rows),
-                   "basic k=10 (the default)": (rag, basic_rows)}
+        methods = compared_methods(rag)
         scores = Scores()
         for q in questions:
-            gold = gold_paragraphs(q, by_text)
-            hops = f"{q['id'][0]} hops"
-            for name, (searcher, rows_of) in methods.items():
-                build = lambda: rows_of(searcher, q["question"])  # noqa: B023, E731 - called at once
-                rows = scores.timed(build) if name == "local (ppr)" else build()
-                scores.add(name, hops, gold, paragraphs_of(searcher, rows))
+            score_question(scores, methods, q["question"], f"{q['id'][0]} hops", gold_paragraphs(q, by_text),
+                           paragraphs_of)
         scores.print(f"MuSiQue, {len(questions)} questions, {BUDGET:,}-token context, no LLM "
                      f"({args.method} index; local settings {overrides or 'default'}):")
 

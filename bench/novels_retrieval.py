@@ -25,7 +25,7 @@ from functools import cache
 from pathlib import Path
 
 import yaml
-from retrieval_eval import Scores, basic_packed, basic_rows, local_rows, whole_local_context, with_settings
+from retrieval_eval import Scores, compared_methods, score_question, whole_local_context, with_settings
 from shared_data import shared_path
 
 from graphrag_lite.llm.fake import STOPWORDS
@@ -79,17 +79,12 @@ def main() -> None:
         built = time.perf_counter() - started
         overrides = {k: yaml.safe_load(v) for k, v in (o.split("=", 1) for o in args.overrides)}
         rag = with_settings(index, local_search={"max_context_tokens": args.budget, **overrides})
-        methods = {"local (ppr)": (rag, local_rows),
-                   "local (fusion)": (with_settings(rag, local_search={"source_ranking": "fusion"}), local_rows),
-                   f"basic packed to {args.budget:,} tokens": (basic_packed(rag), basic_rows),
-                   "local (ppr), whole context": (rag, whole_local_context)}
+        methods = {**compared_methods(rag), "local (ppr), whole context": (rag, whole_local_context)}
         scores = Scores()
         for q in questions:
             evidence = [e.strip() for e in q["evidence"].split("; ") if content_words(e)]
-            for name, (searcher, rows_of) in methods.items():
-                build_rows = lambda: rows_of(searcher, q["question"])  # noqa: B023, E731 - called at once
-                rows = scores.timed(build_rows) if name == "local (ppr)" else build_rows()
-                scores.add(name, q["question_type"], set(range(len(evidence))), found_evidence(evidence, rows))
+            score_question(scores, methods, q["question"], q["question_type"], set(range(len(evidence))),
+                           lambda _, rows: found_evidence(evidence, rows))  # noqa: B023 - used at once
         print(f"fast index of the 5 books in {built:.1f} s: {len(index.index.text_units):,} text units, "
               f"{len(index.index.entities):,} entities, {len(index.index.communities):,} communities")
         scores.print(f"GraphRAG-Bench novels, {len(questions)} questions, {args.budget:,}-token context, keyword "

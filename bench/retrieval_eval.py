@@ -53,6 +53,30 @@ def basic_rows(rag: GraphRAG, question: str) -> list[dict[str, Any]]:
     return asyncio.run(rag.abasic_context(question)).rows
 
 
+Rows = Callable[[GraphRAG, str], list[dict[str, Any]]]
+
+
+def compared_methods(rag: GraphRAG) -> dict[str, tuple[GraphRAG, Rows]]:
+    """Local search with the walk and with fusion, and basic search packed to local search's budget and at
+    its default k, each as (the searcher, how its context rows are built)."""
+    budget = rag.config.local_search.max_context_tokens
+    return {"local (ppr)": (rag, local_rows),
+            "local (fusion)": (with_settings(rag, local_search={"source_ranking": "fusion"}), local_rows),
+            f"basic packed to {budget:,} tokens": (basic_packed(rag), basic_rows),
+            "basic k=10 (the default)": (rag, basic_rows)}
+
+
+def score_question(scores: Scores, methods: dict[str, tuple[GraphRAG, Rows]], question: str, group: str,
+                   gold: set[Any], found_in: Callable[[GraphRAG, list[dict[str, Any]]], set[Any]]) -> None:
+    """Every method's context for the question, scored; local (ppr) is timed."""
+    for name, (searcher, rows_of) in methods.items():
+        began = time.perf_counter()
+        rows = rows_of(searcher, question)
+        if name == "local (ppr)":
+            scores.latencies.append(time.perf_counter() - began)
+        scores.add(name, group, gold, found_in(searcher, rows))
+
+
 @dataclass
 class Scores:
     """Per method: one (group, all-gold, recall) per question."""
@@ -63,12 +87,6 @@ class Scores:
     def add(self, method: str, group: str, gold: set[Any], found: set[Any]) -> None:
         hit = len(gold & found)
         self.rows[method].append((group, hit == len(gold), hit / len(gold) if gold else 1.0))
-
-    def timed(self, build: Callable[[], Any]) -> Any:
-        began = time.perf_counter()
-        value = build()
-        self.latencies.append(time.perf_counter() - began)
-        return value
 
     def print(self, title: str) -> None:
         groups = sorted({g for rows in self.rows.values() for g, _, _ in rows})
