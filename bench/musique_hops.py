@@ -56,11 +56,11 @@ def main() -> None:
             if totals["asked"] == args.questions:
                 break
             gold = gold_paragraphs(q, by_text)
-            first = gold <= paragraphs_of(rag, asyncio.run(rag.alocal_context(q["question"])).tables[-1].rows)
+            first = gold <= paragraphs_of(rag, asyncio.run(rag.alocal_context(q["question"])).sources.rows)
             if args.only_missed and first:
                 continue
             context, rounds = asyncio.run(rag.alocal_rounds(q["question"], 2, args.hops))
-            last = gold <= paragraphs_of(rag, context.tables[-1].rows)
+            last = gold <= paragraphs_of(rag, context.sources.rows)
             basic = gold <= paragraphs_of(packed, basic_rows(packed, q["question"]))
             for key, hit in (("first", first), ("last", last), ("basic", basic), ("asked", True)):
                 totals[key] += hit

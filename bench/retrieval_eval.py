@@ -39,7 +39,7 @@ def basic_packed(rag: GraphRAG) -> GraphRAG:
 
 def local_rows(rag: GraphRAG, question: str) -> list[dict[str, Any]]:
     context = asyncio.run(rag.alocal_context(question))
-    return next(t.rows for t in context.tables if t.name == "Sources")
+    return context.sources.rows
 
 
 def whole_local_context(rag: GraphRAG, question: str) -> list[dict[str, Any]]:

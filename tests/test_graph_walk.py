@@ -71,7 +71,7 @@ def test_ppr_sources_bring_the_bridge_passage_that_fusion_misses(tmp_path, ranki
     cfg = LocalSearchConfig(source_ranking=ranking, max_context_tokens=500, community_prop=0, text_unit_prop=1)
     retrieved = ["u0", "u2", "u3"]  # keyword search: the question's words
     context = build_local_context(index_of(tmp_path), cfg, ["e-ADA VALE"], 2, retrieved)
-    sources = [row["id"] for row in context.tables[-1].rows]
+    sources = [row["id"] for row in context.sources.rows]
     assert (1 in sources) is bridge_found and sources[0] == 0  # fusion sees only the linked entity's passage
     if bridge_found:
         assert sources.index(1) < sources.index(4)  # one hop from the seeds before two

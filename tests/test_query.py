@@ -212,7 +212,7 @@ def test_the_next_round_follows_the_models_lead_into_new_sources(novella):
     rag = GraphRAG.from_config(novella, overrides=["local_search.max_context_tokens=12000", "local_search.hops=2",
                                                    "local_search.retrieved_text_units=0"], use_cache=False)
     one = asyncio.run(rag.alocal_context("Who is Alex Mercer?"))
-    seen = {row["id"] for row in one.tables[-1].rows}
+    seen = {row["id"] for row in one.sources.rows}
     units = rag.index.text_units
     lead = next(title for title, ids in zip(rag.index.entities["title"], rag.index.entities["text_unit_ids"],
                                             strict=True)
@@ -233,6 +233,7 @@ def test_the_next_round_follows_the_models_lead_into_new_sources(novella):
     ("The context lacks the leader.\nSearch query: \"leader of Paranormal Military Squad\"",
      "leader of Paranormal Military Squad", None),
     ("", "", "named no next hop"), ("I'm sorry, but I can't help with that.", "", "named no next hop"),
+    ({"content": "leader of the Paranormal Mil", "finish_reason": "length"}, "", "named no next hop"),
     (" ".join(["The information does not say who leads the team"] * 5), "", "named no next hop"),
 ])
 def test_hop_replies_in_the_styles_real_models_give(novella, reply, query, problem):

@@ -135,8 +135,7 @@ class GraphRAG:
 
     async def alocal_context(self, question: str, community_level: int = 2) -> LocalContext:
         """The context local search sends with the question (one retrieval round)."""
-        entities, units = await self._link(question)
-        return build_local_context(self.index, self.config.local_search, entities, community_level, units)
+        return (await self.alocal_rounds(question, community_level, hops=1))[0]
 
     async def _link(self, text: str) -> tuple[dict[str, float], dict[str, float]]:
         """Entities the text is about (names in it, keyword and vector matches of entity descriptions) and
@@ -176,7 +175,7 @@ class GraphRAG:
             before = set(_source_ids(context.tables))
             context = build_local_context(self.index, cfg, merged_seeds(seeds), level, merged_seeds(unit_seeds),
                                           entity_limit=cfg.top_k_entities * len(seeds),
-                                          earlier_order=context.source_order[:len(context.tables[-1].rows)])
+                                          earlier_order=context.source_order[:len(context.sources.rows)])
             hop.linked_entities = self._titles(list(entities))
             hop.new_sources = [i for i in _source_ids(context.tables) if i not in before]
             rounds.append(hop)

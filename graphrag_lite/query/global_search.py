@@ -15,7 +15,7 @@ import asyncio
 import re
 from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
-from typing import TypeVar
+from typing import Any
 
 import pandas as pd
 from pydantic import BaseModel, Field, field_validator
@@ -24,11 +24,11 @@ from graphrag_lite.llm.structured import ParseError, json_parser, number_from_te
 from graphrag_lite.query.citations import cited_ids
 from graphrag_lite.query.context import ContextTable, pack
 from graphrag_lite.query.index import IndexTables
+from graphrag_lite.query.retrieval import take_turns
 from graphrag_lite.tables import records
 from graphrag_lite.tokens import count_tokens
 
 ENCODING = "o200k_base"
-T = TypeVar("T")
 
 
 class Point(BaseModel):
@@ -158,7 +158,10 @@ def map_batches(reports: pd.DataFrame, budget: int, themes: dict[int, int]) -> l
         if not batch.rows:  # one report larger than the budget goes alone, cut by the model's own limit
             batch = ContextTable("Reports", REPORT_COLUMNS, rows[:1])
         rows = rows[len(batch.rows):]
-        batch.rows = take_turns(batch.rows, [themes[row["id"]] for row in batch.rows])
+        by_theme_rows: dict[int, list[dict[str, Any]]] = {}
+        for row in batch.rows:
+            by_theme_rows.setdefault(themes[row["id"]], []).append(row)
+        batch.rows = take_turns(list(by_theme_rows.values()))
         batches.append(batch)
     return batches
 
@@ -170,15 +173,6 @@ def by_theme(reports: pd.DataFrame, themes: dict[int, int]) -> pd.DataFrame:
     best = reports["rank"].groupby(theme).transform("max")
     return reports.assign(theme=theme, best=best).sort_values(
         ["best", "theme", "rank", "community"], ascending=[False, True, False, True])
-
-
-def take_turns(items: list[T], keys: list[int]) -> list[T]:
-    """The first item of each key, then the second of each, and so on (keys in order of first appearance)."""
-    groups: dict[int, list[T]] = {}
-    for item, key in zip(items, keys, strict=True):
-        groups.setdefault(key, []).append(item)
-    queues = list(groups.values())
-    return [queue[turn] for turn in range(max(map(len, queues), default=0)) for queue in queues if turn < len(queue)]
 
 
 def cited_themes(point: Point, report_themes: dict[int, int]) -> set[int]:

@@ -21,7 +21,7 @@ from graphrag_lite.config import LocalSearchConfig
 from graphrag_lite.graph.resolution import normalize_name
 from graphrag_lite.query.context import ContextTable, pack
 from graphrag_lite.query.index import IndexTables
-from graphrag_lite.query.retrieval import RRF_K, fuse, interleave
+from graphrag_lite.query.retrieval import RRF_K, fuse, take_turns
 from graphrag_lite.tables import records
 
 
@@ -43,6 +43,10 @@ class LocalContext:
     sections: list[SectionUse]
     entity_ids: list[str]
     source_order: list[str]  # every candidate text unit id, best first (the sources are its packed head)
+
+    @property
+    def sources(self) -> ContextTable:
+        return self.tables[-1]
 
     @property
     def budgets(self) -> dict[str, int]:
@@ -96,7 +100,7 @@ def build_local_context(index: IndexTables, cfg: LocalSearchConfig, linked: Rank
     order = _source_order(index, walk.units if walk else None, ids, supported, list(unit_scores))
     if earlier_order:  # a lead may be wrong: it takes turns with the last quarter of the sources found so far
         kept = int(len(earlier_order) * (1 - LEAD_SHARE))
-        order = list(earlier_order[:kept]) + interleave(list(earlier_order[kept:]), order)
+        order = list(dict.fromkeys([*earlier_order[:kept], *take_turns([list(earlier_order[kept:]), order])]))
     source_rows = _source_rows(index, order)
     sources_cap = budget - reports.tokens - sum(t.tokens for t in graph[:3])
     sources = pack("Sources", ["id", "text"], source_rows, sources_cap)

@@ -3,8 +3,9 @@
 from __future__ import annotations
 
 import re
-from typing import Any
+from typing import Any, TypeVar
 
+T = TypeVar("T")
 RRF_K = 60  # the usual constant of reciprocal rank fusion
 
 
@@ -22,11 +23,9 @@ def fuse(rankings: list[list[str]], limit: int) -> list[str]:
     return list(fuse_scores(rankings, limit))
 
 
-def interleave(first: list[str], second: list[str]) -> list[str]:
-    """The two rankings taking turns, `first` leading, each id once."""
-    turns = [row_id for pair in zip(first, second, strict=False) for row_id in pair]
-    longer = first[len(second):] if len(first) > len(second) else second[len(first):]
-    return list(dict.fromkeys(turns + longer))
+def take_turns(queues: list[list[T]]) -> list[T]:
+    """The first item of each queue, then the second of each, and so on."""
+    return [queue[turn] for turn in range(max(map(len, queues), default=0)) for queue in queues if turn < len(queue)]
 
 
 def keyword_query(question: str) -> str:
