@@ -85,16 +85,11 @@ def index(
     verbose: VerboseOption = False,
 ) -> None:
     """Build (or resume) the index: runs the pipeline's stages, skipping those whose inputs are unchanged."""
-    from graphrag_lite.config import load_config
-    from graphrag_lite.pipeline import describe_llm_totals, load_pipeline, run_pipeline
+    from graphrag_lite.pipeline import configure, describe_llm_totals, run_pipeline
     from graphrag_lite.pipeline import dry_run as estimate_pipeline
-    from graphrag_lite.stages import STAGES
 
     def run() -> int:
-        cfg = load_config(root, config, set_ or [])
-        pipeline = load_pipeline(method or cfg.pipeline, STAGES, cfg.root_dir)
-        if pipeline.settings:
-            cfg = load_config(root, config, set_ or [], pipeline_settings=pipeline.settings)
+        cfg, pipeline = configure(root, config, set_ or [], method)
         console.print(f"Indexing with pipeline [bold]{pipeline.name}[/bold] "
                       f"({' → '.join(s.name for s in pipeline.stages)})", highlight=False)
         if dry_run:

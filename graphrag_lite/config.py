@@ -344,9 +344,18 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     return key.strip().split("."), value
 
 
-def apply_overrides(data: dict[str, Any], overrides: typing.Iterable[str]) -> None:
-    for item in overrides:
-        path, value = parse_override(item)
+Overrides = typing.Iterable[str] | typing.Mapping[str, Any]
+
+
+def override_items(overrides: Overrides) -> list[tuple[list[str], Any]]:
+    """`--set` strings (`chunking.size=300`) or a mapping of dotted keys to values, as (path, value) pairs."""
+    if isinstance(overrides, typing.Mapping):
+        return [(str(key).split("."), value) for key, value in overrides.items()]
+    return [parse_override(item) for item in overrides]
+
+
+def apply_overrides(data: dict[str, Any], overrides: Overrides) -> None:
+    for path, value in override_items(overrides):
         node = data
         for part in path[:-1]:
             child = node.get(part)
@@ -370,8 +379,8 @@ def find_config_file(root: Path, config: Path | None) -> Path:
                       "project there, or pass --config FILE")
 
 
-def load_config(root: Path = Path("."), config: Path | None = None, overrides: typing.Iterable[str] = (),
-                pipeline_settings: dict[str, Any] | None = None) -> GraphRagConfig:
+def load_config(root: Path = Path("."), config: Path | None = None, overrides: Overrides = (),
+                pipeline_settings: dict[str, Any] | None = None, overrides_from: str = "--set") -> GraphRagConfig:
     """Read, substitute, override, validate and resolve a settings file. A pipeline's recommended settings
     apply over the file, and --set overrides over both."""
     path = find_config_file(root, config)
@@ -394,10 +403,13 @@ def load_config(root: Path = Path("."), config: Path | None = None, overrides: t
             data[section] = {**data[section], **values}
         else:
             data[section] = values
-    return config_from_data(data, path, overrides)
+    return config_from_data(data, path, overrides, overrides_from)
 
 
-def config_from_data(data: dict[str, Any], path: Path, overrides: typing.Iterable[str] = ()) -> GraphRagConfig:
+def config_from_data(data: dict[str, Any], path: Path, overrides: Overrides = (),
+                     overrides_from: str = "--set") -> GraphRagConfig:
+    """Validate settings data under `overrides`; an invalid override is blamed on `overrides_from` (the
+    command line, or the experiment variant that set it), anything else on the file."""
     # Models the file does not define keep their defaults, so a settings file (or --set) may name only
     # what it changes, e.g. models.default_chat_model.concurrency.
     user_models = data.get("models") or {}
@@ -405,14 +417,16 @@ def config_from_data(data: dict[str, Any], path: Path, overrides: typing.Iterabl
         defaults = {k: m.model_dump(exclude_unset=True) for k, m in _default_models().items()}
         data["models"] = {**defaults, **{k: {**defaults.get(k, {}), **(v or {})} if isinstance(v, dict) else v
                                          for k, v in user_models.items()}}
-    apply_overrides(data, overrides)
+    items = override_items(overrides)
+    apply_overrides(data, dict((".".join(p), v) for p, v in items))
     data.pop("root_dir", None)
     for name in [k for k, v in data.items() if v is None]:  # `section:` with every key commented out
         data.pop(name)
     try:
         cfg = GraphRagConfig.model_validate(data)
     except ValidationError as err:
-        raise ConfigError(describe_validation_error(err, path.name)) from None
+        overridden = {".".join(p) for p, _ in items}
+        raise ConfigError(describe_validation_error(err, path.name, overridden, overrides_from)) from None
     cfg.root_dir = path.parent
     resolve_paths(cfg, path.parent)
     if "://" not in cfg.vector_store.db_uri and not Path(cfg.vector_store.db_uri).is_absolute():
@@ -443,12 +457,15 @@ def check_model_references(cfg: GraphRagConfig, source: str) -> None:
                                   f"{_suggest(model_id, cfg.models)}; defined: {', '.join(cfg.models) or 'none'}")
 
 
-def describe_validation_error(err: ValidationError, source: str) -> str:
-    """One line per problem: the dotted key, what was given, what is expected, and a suggestion for typos."""
+def describe_validation_error(err: ValidationError, file: str, overridden: typing.Collection[str] = (),
+                              overrides_from: str = "--set") -> str:
+    """One line per problem: where it comes from (the file, or the override that set the key), the dotted
+    key, what was given, what is expected, and a suggestion for typos."""
     lines = []
     for problem in err.errors():
         loc = [str(part) for part in problem["loc"]]
         key = ".".join(loc)
+        source = overrides_from if _set_by(key, overridden) else file
         if problem["type"] == "extra_forbidden":
             valid = _field_names_at(GraphRagConfig, loc[:-1])
             lines.append(f"{source}: unknown key '{key}'{_suggest(loc[-1], valid, prefix=loc[:-1])}")
@@ -457,6 +474,11 @@ def describe_validation_error(err: ValidationError, source: str) -> str:
         given = problem.get("input")
         lines.append(f"{source}: {key} = {given!r}: {problem['msg']}" + (f" (expected {expected})" if expected else ""))
     return "\n".join(lines)
+
+
+def _set_by(key: str, overridden: typing.Collection[str]) -> bool:
+    """Whether an override set this key, or a section that holds it, or a key inside it."""
+    return any(key == o or key.startswith(o + ".") or o.startswith(key + ".") for o in overridden)
 
 
 def _suggest(name: str, valid: typing.Iterable[str], prefix: list[str] | None = None) -> str:

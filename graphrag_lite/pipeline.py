@@ -28,7 +28,7 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from graphrag_lite import __version__
-from graphrag_lite.config import GraphRagConfig
+from graphrag_lite.config import GraphRagConfig, Overrides
 from graphrag_lite.errors import ConfigError, IndexIncomplete, PipelineError, UnknownStage
 from graphrag_lite.llm.ledger import BudgetExceeded, read_spend, write_spend
 from graphrag_lite.resources import data_dir
@@ -149,6 +149,21 @@ def load_pipeline(name_or_path: str, registry: dict[str, Stage], root: Path | No
 
 
 QUERY_SECTIONS = ("local_search", "global_search", "basic_search")
+
+
+def configure(root: Path, config_file: Path | None = None, overrides: Overrides = (), method: str | None = None,
+              overrides_from: str = "--set") -> tuple[GraphRagConfig, Pipeline]:
+    """The settings and the pipeline of an index run: the settings file, under the settings the pipeline
+    recommends (`method`, else the file's `pipeline`), under `overrides`."""
+    from graphrag_lite.config import load_config
+    from graphrag_lite.stages import STAGES
+
+    cfg = load_config(root, config_file, overrides, overrides_from=overrides_from)
+    pipeline = load_pipeline(method or cfg.pipeline, STAGES, cfg.root_dir)
+    if pipeline.settings:
+        cfg = load_config(root, config_file, overrides, pipeline_settings=pipeline.settings,
+                          overrides_from=overrides_from)
+    return cfg, pipeline
 
 
 def recommended_query_settings(output_dir: Path) -> dict[str, Any]:

@@ -271,6 +271,7 @@ def test_a_second_run_on_the_same_output_folder_is_refused_with_the_holder_named
         assert result.exit_code == 5 and f"pid {holder.pid}" in result.output
     finally:
         holder.kill()
+        holder.wait()
     assert index(root).exit_code == 0  # the lock goes with its process
 
 

@@ -69,6 +69,7 @@ class ChatResult(Generic[T]):
     value: T
     text: str
     cached: bool
+    stored: dict[str, Any] | None = None  # the cache entry it came from
 
 
 @dataclass
@@ -117,7 +118,7 @@ class Gateway:
         CALL_STEP.set((stage, step))
         cached = self._cached_answer(key, parser)
         if cached is not None:
-            self._record(stage, model_id, "chat", _Answer(cached.text, 0, 0, 0.0, 0), None, 0, ok=True)
+            self._record(stage, model_id, "chat", cached_usage(cached.stored), None, 0, ok=True)
             return cached
         conversation = list(messages)
         started = time.perf_counter()
@@ -147,7 +148,7 @@ class Gateway:
                     continue
             self._record(stage, model_id, "chat", spent, started, parse_attempt, ok=True)
             if self.cache is not None:
-                self.cache.put(key, "chat", {"text": answer.text})
+                self.cache.put(key, "chat", stored_answer(answer.text, spent))
             return ChatResult(value=value, text=answer.text, cached=False)
         self._record(stage, model_id, "chat", spent, started, len(problems) - 1, ok=False)
         raise LLMCallError(f"model '{model_id}' gave no usable answer in {len(problems)} tries "
@@ -165,7 +166,7 @@ class Gateway:
                 self.cache.delete(key)
                 return None
             value = err.partial  # a soft wish the model did not meet when it answered: its answer stood
-        return ChatResult(value=value, text=cached["text"], cached=True)
+        return ChatResult(value=value, text=cached["text"], cached=True, stored=cached)
 
     async def _send_chat(self, model_id: str, model: ModelConfig, messages: Messages, args: dict[str, Any],
                          stage: str) -> _Answer:
@@ -227,7 +228,7 @@ class Gateway:
         CALL_STEP.set((stage, "answer"))
         cached = self.cache.get(key) if self.cache is not None else None
         if cached is not None:
-            self._record(stage, model_id, "chat", _Answer(cached["text"], 0, 0, 0.0, 0), None, 0, ok=True)
+            self._record(stage, model_id, "chat", cached_usage(cached), None, 0, ok=True)
             yield cached["text"]
             return
         estimate = sum(count_tokens(m["content"], TOKEN_ENCODING) + 4 for m in messages)
@@ -252,10 +253,10 @@ class Gateway:
             raise LLMCallError(f"model '{model_id}' stopped in the middle of its answer: {_describe(err, model)}"
                                ) from None
         text = "".join(pieces)
-        self._record(stage, model_id, "chat", self._streamed(model, text, usage, estimate, retries), started, 0,
-                     ok=bool(text.strip()))
+        spent = self._streamed(model, text, usage, estimate, retries)
+        self._record(stage, model_id, "chat", spent, started, 0, ok=bool(text.strip()))
         if text.strip() and self.cache is not None:
-            self.cache.put(key, "chat", {"text": text})
+            self.cache.put(key, "chat", stored_answer(text, spent))
 
     # ------------------------------------------------------------ embeddings
 
@@ -520,6 +521,17 @@ class Gateway:
     def close(self) -> None:
         if self.cache is not None:
             self.cache.close()
+
+
+def stored_answer(text: str, spent: _Answer) -> dict[str, Any]:
+    """A cache entry: the answer, and what it cost to get (so a cache hit can say what it saved)."""
+    return {"text": text, "usage": [spent.prompt_tokens, spent.completion_tokens, spent.cost_usd]}
+
+
+def cached_usage(stored: dict[str, Any] | None) -> _Answer:
+    """What a cached answer cost when it was first asked (zero for entries written before this was kept)."""
+    prompt, completion, cost = (stored or {}).get("usage") or (0, 0, 0.0)
+    return _Answer("", int(prompt), int(completion), cost, 0)
 
 
 async def gather_all(calls: Iterable[Awaitable[T]]) -> list[T]:

@@ -112,6 +112,9 @@ def summarize(records: list[CallRecord]) -> dict[str, Any]:
         "failed_attempts": len(records) - len(calls),
         "parse_retries": sum(r.parse_retries for r in calls),
         "median_latency_s": round(latencies[len(latencies) // 2], 3) if latencies else 0.0,
+        # what the same calls cost with an empty cache: a cache hit counts at the price it was first paid
+        "tokens_without_cache": sum(r.prompt_tokens + r.completion_tokens for r in records),
+        "cost_usd_without_cache": round(sum(r.cost_usd or 0.0 for r in records), 6),
     }
 
 
