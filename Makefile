@@ -1,12 +1,14 @@
 # make demo: install into .venv, index the bundled sample corpus with the fast method (no model, no key),
 # show the index and ask a local and a global question.
 # make test: install with the test extras into .venv and run the whole suite (what CI runs).
+# make experiment: run experiments/example.yaml (fast-method variants over the sample, no model) and print
+# the table; the report is in experiments/example-results/report.md.
 PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
 
-.PHONY: demo test lint settings bench clean
+.PHONY: demo test experiment lint settings bench clean
 
 $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
@@ -31,6 +33,9 @@ demo: $(STAMP)
 	@echo "The index is in ./output (Parquet tables, LanceDB in output/lancedb, stats.json);"
 	@echo "the graph for Gephi: $(BIN)/graphrag-lite export graphml --root ."
 
+experiment: $(STAMP)
+	$(BIN)/graphrag-lite experiment run experiments/example.yaml
+
 test: $(STAMP)
 	$(BIN)/python -m pytest
 	$(BIN)/ruff check graphrag_lite tests bench
@@ -44,4 +49,4 @@ settings: $(STAMP)
 	$(BIN)/python -m graphrag_lite.sample_settings > settings.yaml
 
 clean:
-	rm -rf output cache $(VENV)
+	rm -rf output cache experiments/example-results $(VENV)

@@ -5,7 +5,7 @@ from graphrag_lite._offline import configure_offline_environment
 configure_offline_environment()
 
 __version__ = "0.1.0"
-__all__ = ["GraphRAG", "SearchResult", "__version__"]
+__all__ = ["GraphRAG", "SearchResult", "__version__", "build_index", "run_experiment"]
 
 
 def __getattr__(name: str) -> object:
@@ -14,4 +14,12 @@ def __getattr__(name: str) -> object:
         from graphrag_lite.query import engine
 
         return getattr(engine, name)
+    if name == "build_index":
+        from graphrag_lite import api
+
+        return api.build_index
+    if name == "run_experiment":
+        from graphrag_lite.experiment import run
+
+        return run.run_experiment
     raise AttributeError(name)

@@ -20,6 +20,10 @@ app.add_typer(export_app, name="export")
 query_app = typer.Typer(no_args_is_help=True, help="Ask a question of an index (local, global or basic search).")
 app.add_typer(query_app, name="query")
 
+experiment_app = typer.Typer(no_args_is_help=True, help="Config-driven experiments: variants of a project's "
+                              "settings, indexed with shared work and scored on a question set.")
+app.add_typer(experiment_app, name="experiment")
+
 console = Console(soft_wrap=True)
 errors = Console(stderr=True, soft_wrap=True)
 T = TypeVar("T")
@@ -319,6 +323,131 @@ def query_basic(
     baseline to compare graph search against."""
     _query("basic", question, root, config, set_, response_type, None, streaming, as_json, explain, no_cache,
            verbose)
+
+
+def print_table(table: Any, title: str) -> None:
+    """A results table on the terminal: the columns worth a glance (see experiment/report.py)."""
+    from rich.table import Table
+
+    from graphrag_lite.experiment.report import TERMINAL, format_value, shown_columns
+
+    listing = Table(title=title)
+    columns = shown_columns(table, TERMINAL)
+    for column in columns:
+        names = column in ("variant", "method", "group")
+        listing.add_column(column.replace("_", " "), justify="left" if names else "right", no_wrap=names)
+    for _, row in table.iterrows():
+        listing.add_row(*(format_value(row[c]) for c in columns))
+    console.print(listing)
+
+
+ExperimentFile = Annotated[Path, typer.Argument(help="experiment file (YAML)")]
+
+
+@experiment_app.command("run")
+def experiment_run(
+    file: ExperimentFile,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="estimate the model calls and cost of the whole "
+                                          "experiment without calling a model")] = False,
+    verbose: VerboseOption = False,
+) -> None:
+    """Build and evaluate every variant (re-running skips finished work), then print the results table and
+    write results.csv, results.parquet and report.md to the experiment's output folder."""
+    from graphrag_lite.experiment.run import run_experiment
+
+    def run() -> None:
+        if dry_run:
+            return print_experiment_estimate(file)
+        table = run_experiment(file, console)
+        print_table(table, f"Experiment {file.name}")
+        console.print(f"Report: {table.attrs.get('report', '')}", highlight=False)
+
+    _guarded(verbose, run)
+
+
+def print_experiment_estimate(file: Path) -> None:
+    from rich.table import Table
+
+    from graphrag_lite.experiment.estimate import estimate_experiment
+    from graphrag_lite.experiment.runner import plan_experiment
+
+    plan = plan_experiment(file)
+    found = estimate_experiment(plan)
+    listing = Table(title=f"Model calls experiment {file.name} would make (dry run: no model was called)")
+    for column in ("what", "calls", "prompt tokens", "cost (est.)"):
+        listing.add_column(column, justify="left" if column == "what" else "right")
+    for row in found.rows:
+        cost = "?" if row["cost_usd"] is None else f"${row['cost_usd']:.4f}"
+        listing.add_row(row["what"], f"{row['calls']:,}", f"{row['prompt_tokens']:,}", cost)
+    console.print(listing)
+    console.print(f"{len(plan.variants)} variants, {len({p.index for p in plan.variants})} distinct indexes: "
+                  f"{found.calls:,} calls at most, about ${found.cost_usd:.4f}. Gleaning calls are counted as if "
+                  "every one were made.", highlight=False)
+    if found.not_estimable:
+        console.print("Not estimable before extraction (their calls depend on its results): "
+                      + ", ".join(found.not_estimable), highlight=False)
+
+
+@experiment_app.command("show")
+def experiment_show(file: ExperimentFile, verbose: VerboseOption = False) -> None:
+    """Print the results table of an experiment that has run."""
+    import pandas as pd
+
+    from graphrag_lite.experiment.run import RESULTS
+    from graphrag_lite.experiment.spec import load_spec
+
+    def run() -> None:
+        spec = load_spec(file)
+        assert spec.output is not None
+        if not (spec.output / RESULTS).is_file():
+            raise GraphragLiteError(f"no results in {spec.output}; run `graphrag-lite experiment run {file}` first")
+        print_table(pd.read_parquet(spec.output / RESULTS), f"Experiment {file.name}")
+        console.print(f"Report: {spec.output / 'report.md'}", highlight=False)
+
+    _guarded(verbose, run)
+
+
+@app.command("eval")
+def evaluate(
+    questions: Annotated[Path, typer.Option("--questions", "-q", help="question file: JSONL, JSON or CSV with "
+                                            "`question` and optional answers and gold evidence")],
+    root: RootOption = Path("."), config: ConfigOption = None, set_: SetOption = None,
+    methods: Annotated[str, typer.Option("--methods", help="query methods, comma-separated")] = "local,basic",
+    answers: Annotated[bool, typer.Option("--answers/--no-answers", help="generate answers and score them "
+                                          "(when the questions have answers)")] = True,
+    response_type: ResponseTypeOption = "Single Sentence",
+    as_json: Annotated[bool, typer.Option("--json", help="print per-method and per-question results as JSON")
+                       ] = False,
+    verbose: VerboseOption = False,
+) -> None:
+    """Score an existing index on a question set: gold evidence recall (beside basic search packed to the
+    same budget), answer exact match, token F1 and containment, and each method's calls, tokens and cost."""
+    import json
+    from dataclasses import asdict
+
+    from graphrag_lite.evaluation.evaluate import METHODS, evaluate_index, summary_table
+    from graphrag_lite.evaluation.questions import load_questions
+    from graphrag_lite.query.engine import GraphRAG
+
+    def run() -> None:
+        chosen = [m.strip() for m in methods.split(",") if m.strip()]
+        unknown = [m for m in chosen if m not in METHODS]
+        if unknown or not chosen:
+            raise GraphragLiteError(f"--methods {methods}: choose from {', '.join(METHODS)}")
+        asked = load_questions(questions)
+        rag = GraphRAG.from_config(root, config, set_ or [])
+        results = asyncio.run(evaluate_index(rag, asked, chosen, answers, response_type))
+        table = summary_table(results)
+        if as_json:
+            console.print_json(json.dumps({"methods": table.to_dict("records"),
+                                           "questions": [asdict(r) for r in results]}, default=str))
+            return
+        print_table(table.rename(columns={"calls": "query_calls", "cost_usd": "query_cost_usd"}),
+                    f"{questions.name}: {len(asked)} questions")
+        if any(q.group for q in asked):
+            print_table(summary_table(results, ("method", "group")), "by group")
+
+    _guarded(verbose, run)
 
 
 def main() -> None:

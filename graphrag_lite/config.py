@@ -498,16 +498,16 @@ def _walk(model: type[BaseModel], loc: list[str]) -> tuple[type[BaseModel] | Non
             if field is None:
                 return None, None
             annotation = field.annotation
-            current = _unwrap(annotation)
+            current = unwrap_optional(annotation)
         elif typing.get_origin(current) is dict:  # a dict key such as a model id
             annotation = typing.get_args(current)[1]
-            current = _unwrap(annotation)
+            current = unwrap_optional(annotation)
         else:
             return None, annotation
     return (current if isinstance(current, type) and issubclass(current, BaseModel) else None), annotation
 
 
-def _unwrap(annotation: Any) -> Any:
+def unwrap_optional(annotation: Any) -> Any:
     """Optional[X] -> X."""
     if typing.get_origin(annotation) in (typing.Union, types.UnionType):
         args = [a for a in typing.get_args(annotation) if a is not type(None)]

@@ -284,7 +284,7 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
     if from_stage is not None and from_stage not in names:
         raise UnknownStage(f"--from {from_stage}: not a stage of pipeline '{pipeline.name}' ({', '.join(names)})")
     rerun_from = names.index(from_stage) if from_stage is not None else (0 if force else len(names))
-    reusable = _reusable_prefix(pipeline, config, store, state, rerun_from)
+    reusable = reusable_prefix(pipeline, config, store, state, rerun_from)
     if reusable == len(names):  # nothing to do: write nothing at all
         for stage in pipeline.stages:
             console.print(f"[dim]= {stage.name}: unchanged since {state[stage.name]['finished']}, skipped[/dim]")
@@ -300,19 +300,19 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
     try:
         current: dict[str, Any] = read_json(state_path) if state_path.is_file() else {}
         if current != state:  # another run finished in between: judge again by what it left
-            state, reusable = current, _reusable_prefix(pipeline, config, store, current, rerun_from)
+            state, reusable = current, reusable_prefix(pipeline, config, store, current, rerun_from)
         return _run_locked(config, pipeline, console, store, state, (rerun_from, reusable), use_cache)
     finally:
         lock.release()
 
 
-def _reusable_prefix(pipeline: Pipeline, config: GraphRagConfig, store: OutputStore, state: dict[str, Any],
+def reusable_prefix(pipeline: Pipeline, config: GraphRagConfig, store: OutputStore, state: dict[str, Any],
                      rerun_from: int) -> int:
     """How many leading stages can be reused as they are (their outputs are hashed once, here)."""
     digests: dict[str, str] = {}
     for position, stage in enumerate(pipeline.stages):
         previous = state.get(stage.name, {})
-        if position >= rerun_from or not _reusable(previous, _fingerprint(stage, config, digests), store, stage,
+        if position >= rerun_from or not _reusable(previous, stage_fingerprint(stage, config, digests), store, stage,
                                                    config):
             return position
         digests.update(previous["outputs"])
@@ -335,7 +335,7 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
     try:
         with progress:
             for position, stage in enumerate(pipeline.stages):
-                fingerprint = _fingerprint(stage, config, digests) if position >= reusable else ""
+                fingerprint = stage_fingerprint(stage, config, digests) if position >= reusable else ""
                 previous = state.get(stage.name, {})
                 if position < reusable or (position < rerun_from and _reusable(previous, fingerprint, store, stage,
                                                                                config)):
@@ -433,7 +433,7 @@ def _run_stage(stage: Stage, config: GraphRagConfig, store: OutputStore, progres
     return result, stage_stats
 
 
-def _fingerprint(stage: Stage, config: GraphRagConfig, digests: dict[str, str]) -> str:
+def stage_fingerprint(stage: Stage, config: GraphRagConfig, digests: dict[str, str]) -> str:
     payload = {
         "stage": stage.name,
         "version": __version__,

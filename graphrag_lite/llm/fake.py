@@ -650,7 +650,27 @@ def _clip(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
+def _is_judgment(first: str, last: str) -> bool:
+    return "---Answer 2---" in first and "---Criteria---" in first
+
+
+def judgment(first: str, last: str, prior: list[str]) -> str:
+    """A judge that looks only at content, never at position: the answer with more distinct content words
+    wins every criterion but directness, which the shorter answer wins; equal counts tie."""
+    criteria = re.findall(r"^- ([\w -]+):", first.split("---Criteria---")[1].split("---Question---")[0], re.M)
+    answers = [first.split("---Answer 1---")[1].split("---Answer 2---")[0],
+               first.split("---Answer 2---")[1].split("---Output---")[0]]
+    sizes = [len(_words(a)) for a in answers]
+    verdict = {}
+    for name in criteria:
+        wanted = min(sizes) if name == "directness" else max(sizes)
+        winner: int | str = "tie" if sizes[0] == sizes[1] else sizes.index(wanted) + 1
+        verdict[name] = {"winner": winner, "reason": f"distinct words: {sizes[0]} against {sizes[1]}"}
+    return json.dumps(verdict)
+
+
 ROUTES: list[tuple[Callable[[str, str], bool], Callable[[str, str, list[str]], str]]] = [
+    (_is_judgment, judgment),
     (_is_loop_check, loop_check),
     (_is_continue, continue_extraction),
     (_is_claims, claim_extraction),

@@ -90,7 +90,7 @@ class GraphRAG:
     def __init__(self, config: GraphRagConfig, use_cache: bool = True) -> None:
         self.config = config
         self.index = IndexTables(config)
-        self._use_cache = use_cache
+        self.use_cache = use_cache
         self._gateway: Gateway | None = None
 
     @classmethod
@@ -110,7 +110,7 @@ class GraphRAG:
     @property
     def gateway(self) -> Gateway:
         if self._gateway is None:
-            self._gateway = Gateway(self.config, use_cache=self._use_cache)
+            self._gateway = Gateway(self.config, use_cache=self.use_cache)
         return self._gateway
 
     # ------------------------------------------------------------ local

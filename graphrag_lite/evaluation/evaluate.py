@@ -1,0 +1,142 @@
+"""Evaluate one index on a question set: for each query method and question, the gold evidence its context
+holds, and (when the questions have answers and the method has a chat model) the answer's scores, with
+the model calls, tokens, cost and time each question took.
+
+Fair by construction: whenever the questions have gold evidence and local search is evaluated, basic search
+packed to local search's context budget (`basic_packed`) is evaluated beside it, so a graph method is never
+compared with a baseline that was given less text.
+"""
+
+from __future__ import annotations
+
+import math
+import statistics
+import time
+from collections.abc import Callable
+from dataclasses import asdict, dataclass, field
+from typing import Any
+
+import pandas as pd
+
+from graphrag_lite.evaluation.questions import Question
+from graphrag_lite.evaluation.scoring import UnitLookup, contains_answer, exact_match, score_retrieval, token_f1
+from graphrag_lite.llm.ledger import summarize
+from graphrag_lite.query.engine import GraphRAG
+
+METHODS = ("local", "global", "basic")
+PACKED = "basic_packed"
+PACKED_K = 1000  # candidates for basic search packed to the budget: more than a context can hold
+
+
+@dataclass
+class QuestionResult:
+    question_id: str
+    group: str
+    method: str
+    gold: int
+    found: int
+    answer: str | None = None
+    exact_match: float = math.nan
+    token_f1: float = math.nan
+    contains: float = math.nan
+    calls: int = 0
+    tokens: int = 0
+    cost_usd: float = 0.0
+    seconds: float = 0.0
+    problems: list[str] = field(default_factory=list)
+
+
+def packed_basic(rag: GraphRAG) -> GraphRAG:
+    """The same index searched by basic search given local search's whole context budget."""
+    config = rag.config.model_copy(deep=True)
+    config.basic_search.k = PACKED_K
+    config.basic_search.max_context_tokens = config.local_search.max_context_tokens
+    packed = GraphRAG(config, use_cache=rag.use_cache)
+    packed.index = rag.index  # the tables are read once
+    return packed
+
+
+def methods_to_run(methods: list[str], questions: list[Question]) -> list[str]:
+    """The methods asked for, plus the packed baseline when recall is measured for local search."""
+    extra = [PACKED] if "local" in methods and any(q.has_gold for q in questions) else []
+    return [*methods, *[m for m in extra if m not in methods]]
+
+
+async def evaluate_index(rag: GraphRAG, questions: list[Question], methods: list[str], answer: bool = True,
+                         response_type: str = "Single Sentence",
+                         on_done: Callable[[], None] | None = None) -> list[QuestionResult]:
+    """One QuestionResult per method and question, in order; questions run one after another so each one's
+    calls and cost are its own."""
+    units = UnitLookup.of(rag.index.text_units, rag.index.documents)
+    results = []
+    for method in methods_to_run(methods, questions):
+        searcher = packed_basic(rag) if method == PACKED else rag
+        for question in questions:
+            results.append(await _evaluate_one(searcher, method, question, units, answer, response_type))
+            if on_done:
+                on_done()
+    return results
+
+
+async def _evaluate_one(rag: GraphRAG, method: str, question: Question, units: UnitLookup, answer: bool,
+                        response_type: str) -> QuestionResult:
+    began, seen = time.perf_counter(), len(rag.gateway.ledger.records)
+    result = QuestionResult(question.id, question.group, method, 0, 0)
+    rows: list[dict[str, Any]] | None
+    if answer and question.answers and method != PACKED and _chat_model(rag, method) is not None:
+        search = {"local": rag.alocal_search, "global": rag.aglobal_search, "basic": rag.abasic_search}[method]
+        found = await search(question.question, response_type=response_type)
+        rows = found.context.get("Sources") if method != "global" else None
+        result.answer, result.problems = found.answer, found.problems
+        result.exact_match = exact_match(found.answer, question.answers)
+        result.token_f1 = token_f1(found.answer, question.answers)
+        result.contains = contains_answer(found.answer, question.answers)
+    else:
+        rows = await _context_rows(rag, method, question.question)
+    if rows is not None and question.has_gold:
+        retrieval = score_retrieval(question, rows, units)
+        result.gold, result.found = retrieval.gold, retrieval.found
+    usage = summarize(rag.gateway.ledger.records[seen:])
+    result.calls, result.tokens = usage["calls"], usage["prompt_tokens"] + usage["completion_tokens"]
+    result.cost_usd, result.seconds = usage["cost_usd"], time.perf_counter() - began
+    return result
+
+
+async def _context_rows(rag: GraphRAG, method: str, question: str) -> list[dict[str, Any]] | None:
+    """The source rows the method's context would hold, built as the query commands build them (local
+    search's later rounds ask the model when `local_search.hops` > 1); None for global search."""
+    if method == "local":
+        context, _ = await rag.alocal_rounds(question, 2, rag.config.local_search.hops)
+        return context.sources.rows
+    if method in ("basic", PACKED):
+        return (await rag.abasic_context(question)).rows
+    return None
+
+
+def _chat_model(rag: GraphRAG, method: str) -> str | None:
+    section = {"local": rag.config.local_search, "global": rag.config.global_search,
+               "basic": rag.config.basic_search}[method]
+    return section.chat_model_id
+
+
+def summary_table(results: list[QuestionResult], by: tuple[str, ...] = ("method",)) -> pd.DataFrame:
+    """Mean scores and total usage per method (and group): NaN where nothing was measured."""
+    frame = pd.DataFrame([asdict(r) for r in results])
+    rows = []
+    for keys, part in frame.groupby(list(by), sort=False):
+        scored = part[part["gold"] > 0]
+        recall = scored["found"] / scored["gold"]
+        rows.append({**dict(zip(by, keys if isinstance(keys, tuple) else (keys,), strict=True)),
+                     "questions": len(part),
+                     "all_gold": _mean((scored["found"] == scored["gold"]).astype(float)),
+                     "recall": _mean(recall), "exact_match": _mean(part["exact_match"]),
+                     "token_f1": _mean(part["token_f1"]), "contains": _mean(part["contains"]),
+                     "calls": int(part["calls"].sum()), "tokens": int(part["tokens"].sum()),
+                     "cost_usd": round(float(part["cost_usd"].sum()), 6), "seconds": round(float(part["seconds"].sum()), 3),
+                     "median_s": round(statistics.median(part["seconds"]), 3)})
+    return pd.DataFrame(rows)
+
+
+def _mean(values: pd.Series) -> float:
+    present = values.dropna()
+    return round(float(present.mean()), 3) if len(present) else math.nan

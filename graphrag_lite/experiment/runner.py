@@ -1,0 +1,178 @@
+"""`graphrag-lite experiment run FILE`: build every variant's index, evaluate it, judge, tabulate.
+
+Work is shared three ways. Variants whose index settings are equal (they differ only in query settings)
+share one index folder, named by a digest of those settings, so its stages run once. A new index folder
+starts from the longest run of leading stages another index of the experiment already finished with the
+same fingerprint (same settings, same inputs): their tables are linked in, so a variant that differs only
+in `community_reports` reruns only that stage and the ones after it. And all variants use the project's
+one model cache. Re-running skips what is finished: stages by their fingerprints, evaluations by a digest
+of the index, the query settings and the questions.
+"""
+
+from __future__ import annotations
+
+import hashlib
+import json
+import os
+import shutil
+from dataclasses import asdict, dataclass, field
+from pathlib import Path
+from typing import Any
+
+from rich.console import Console
+
+from graphrag_lite.config import GraphRagConfig
+from graphrag_lite.errors import ConfigError
+from graphrag_lite.evaluation.evaluate import QuestionResult, evaluate_index, methods_to_run
+from graphrag_lite.evaluation.questions import Question, load_questions, questions_digest
+from graphrag_lite.experiment.spec import ExperimentSpec, Variant, expand_variants, load_spec
+from graphrag_lite.llm.ledger import BudgetExceeded
+from graphrag_lite.pipeline import (QUERY_SECTIONS, STATE_FILE, Pipeline, configure, reusable_prefix,
+                                    run_pipeline)
+from graphrag_lite.storage import OutputStore, read_json, write_json
+
+
+@dataclass
+class PlannedVariant:
+    variant: Variant
+    config: GraphRagConfig
+    pipeline: Pipeline
+    index: str  # its index folder's name under <output>/indexes
+
+
+@dataclass
+class ExperimentPlan:
+    path: Path
+    spec: ExperimentSpec
+    variants: list[PlannedVariant]
+    questions: list[Question]
+
+    @property
+    def output(self) -> Path:
+        assert self.spec.output is not None
+        return self.spec.output
+
+
+@dataclass
+class VariantRun:
+    """What running one variant did in this invocation."""
+
+    stages_run: list[str] = field(default_factory=list)
+    shared_from: str | None = None  # the index whose finished stages seeded this one's
+    evaluation_reused: bool = False
+    cost_usd: float = 0.0  # paid in this invocation (cache hits are free)
+
+
+def plan_experiment(path: Path) -> ExperimentPlan:
+    """Read and check everything before anything runs: the file, every variant's settings, the questions."""
+    spec = load_spec(path)
+    variants = expand_variants(spec, path)
+    if spec.judge and spec.judge.baseline not in {v.name for v in variants}:
+        raise ConfigError(f"{path}: judge.baseline '{spec.judge.baseline}' is not a variant; variants: "
+                          f"{', '.join(v.name for v in variants)}")
+    planned = [_plan_variant(spec, path, v) for v in variants]
+    if spec.judge and spec.judge.model_id not in planned[0].config.models:
+        raise ConfigError(f"{path}: judge.model_id '{spec.judge.model_id}' is not a model of the project's settings "
+                          f"({', '.join(planned[0].config.models)})")
+    questions = load_questions(spec.questions) if spec.questions else []
+    return ExperimentPlan(path, spec, planned, questions)
+
+
+def _plan_variant(spec: ExperimentSpec, path: Path, variant: Variant) -> PlannedVariant:
+    config, pipeline = configure(spec.project, spec.settings, variant.overrides,
+                                 overrides_from=f"{path}, variant '{variant.name}'")
+    index = f"{pipeline.name}-{index_digest(config, pipeline)}"
+    folder = (spec.output or path.parent) / "indexes" / index
+    config.output.base_dir = folder
+    config.vector_store.db_uri = str(folder / "lancedb")
+    return PlannedVariant(variant, config, pipeline, index)
+
+
+def index_digest(config: GraphRagConfig, pipeline: Pipeline) -> str:
+    """Equal for two variants exactly when every stage of their pipelines has the same settings."""
+    sections = sorted({s for stage in pipeline.stages for s in stage.config_sections} - {"vector_store"})
+    payload = {"stages": [s.name for s in pipeline.stages], "settings": config.section_fingerprint(sections)}
+    return hashlib.blake2b(json.dumps(payload, sort_keys=True, default=str).encode(), digest_size=5).hexdigest()
+
+
+def build_variant_index(planned: PlannedVariant, plan: ExperimentPlan, console: Console) -> VariantRun:
+    """Run the variant's pipeline in its index folder, first seeding a new folder from another index."""
+    run = VariantRun()
+    folder = planned.config.output.base_dir
+    if not (folder / STATE_FILE).is_file():
+        run.shared_from = seed_from_other_index(planned, plan.output / "indexes")
+    summary = run_pipeline(planned.config, planned.pipeline, console)
+    run.stages_run = [name for name, s in summary.stages.items() if not str(s.get("status", "")).startswith("unchanged")]
+    run.cost_usd = (summary.llm or {}).get("cost_usd", 0.0)
+    return run
+
+
+def seed_from_other_index(planned: PlannedVariant, indexes: Path) -> str | None:
+    """Link in the tables of the longest run of leading stages that another index finished with the same
+    fingerprints, and record them as finished here; the pipeline then reuses them. Returns that index."""
+    best: tuple[int, Path | None] = (0, None)
+    for other in sorted(indexes.glob("*/" + STATE_FILE)) if indexes.is_dir() else []:
+        state = read_json(other)
+        shared = reusable_prefix(planned.pipeline, planned.config, OutputStore(other.parent), state,
+                                 len(planned.pipeline.stages))
+        if shared > best[0]:
+            best = (shared, other.parent)
+    count, donor = best
+    if donor is None:
+        return None
+    folder = planned.config.output.base_dir
+    folder.mkdir(parents=True, exist_ok=True)
+    donor_state = read_json(donor / STATE_FILE)
+    state = {}
+    for stage in planned.pipeline.stages[:count]:
+        state[stage.name] = donor_state[stage.name]
+        for table in donor_state[stage.name]["outputs"]:
+            _link(donor / f"{table}.parquet", folder / f"{table}.parquet")
+    write_json(folder / STATE_FILE, state)
+    return donor.name
+
+
+def _link(source: Path, target: Path) -> None:
+    """A hard link (no copy, and the donor's later rewrites replace its file, not this one); a copy where
+    links are not possible."""
+    target.unlink(missing_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
+
+
+async def evaluate_variant(planned: PlannedVariant, plan: ExperimentPlan, answer: bool
+                           ) -> tuple[list[QuestionResult], bool]:
+    """The variant's evaluation: reused when the index, the query settings and the questions are unchanged."""
+    from graphrag_lite.query.engine import GraphRAG
+
+    target = plan.output / "variants" / planned.variant.name / "evaluation.json"
+    key = evaluation_key(planned, plan, answer)
+    if target.is_file() and (stored := read_json(target)).get("key") == key:
+        return [QuestionResult(**r) for r in stored["results"]], True
+    results = await evaluate_index(GraphRAG(planned.config), plan.questions, plan.spec.methods, answer,
+                                   plan.spec.response_type)
+    write_json(target, {"key": key, "methods": methods_to_run(plan.spec.methods, plan.questions),
+                        "results": [asdict(r) for r in results]})
+    return results, False
+
+
+def evaluation_key(planned: PlannedVariant, plan: ExperimentPlan, answer: bool) -> str:
+    state = read_json(planned.config.output.base_dir / STATE_FILE)
+    payload = {"index": {name: entry.get("outputs") for name, entry in state.items()},
+               "query": planned.config.section_fingerprint(QUERY_SECTIONS),
+               "questions": questions_digest(plan.questions), "methods": plan.spec.methods, "answer": answer,
+               "response_type": plan.spec.response_type}
+    return hashlib.blake2b(json.dumps(payload, sort_keys=True, default=str).encode(), digest_size=12).hexdigest()
+
+
+def remaining_budget(plan: ExperimentPlan, spent: float) -> float | None:
+    """What is left of budget.max_cost_usd for the rest of the experiment; BudgetExceeded when nothing is."""
+    limit = plan.spec.budget.max_cost_usd
+    if limit is None:
+        return None
+    if spent >= limit:
+        raise BudgetExceeded(f"experiment budget reached: ${spent:.4f} spent of budget.max_cost_usd=${limit}; "
+                             "finished variants are kept: raise the budget and run the same command to go on")
+    return limit - spent

@@ -1,0 +1,148 @@
+"""Experiments: variants share indexes and stages, resume without repeating work, judge in both orders,
+and bad experiment files are named with the entry that is wrong."""
+
+from __future__ import annotations
+
+import dataclasses
+import json
+import shutil
+from pathlib import Path
+
+import pandas as pd
+import pytest
+
+from graphrag_lite.errors import ConfigError
+from graphrag_lite.experiment.run import run_experiment
+from graphrag_lite.llm import fake
+from graphrag_lite.llm.fake import scripted
+from graphrag_lite.storage import read_json
+from tests.conftest import DATA, REPO, make_project
+
+DOCS = sorted((DATA / "unrelated-documents").glob("*.txt"))
+QUESTIONS = [
+    {"id": "chess", "question": "Who beat Pavel Orlov at the Reykjavik Open?", "answer": "Ivar Sigurdsson",
+     "evidence": ["Ivar Sigurdsson, a schoolteacher from Akureyri, beat the Soviet grandmaster Pavel Orlov in the "
+                  "final round"], "group": "people"},
+    {"id": "chess-doc", "question": "Which chess hall hosted the 1958 tournament?", "answer": "Laugardalsholl",
+     "evidence_documents": ["chess.txt"], "group": "places"},
+]
+EXPERIMENT = """\
+project: project
+output: results
+variants:
+  a: {}
+  a-k5: {basic_search.k: 5}          # a query setting only: the same index as a
+  b: {community_reports.max_length: 300}
+questions: questions.jsonl
+methods: [local, basic]
+"""
+
+
+def make_experiment(root: Path, text: str = EXPERIMENT, questions: list[dict] | None = None) -> Path:
+    make_project(root / "project", DOCS, "chunking:\n  size: 200\n  overlap: 20\n")
+    (root / "questions.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions or QUESTIONS))
+    path = root / "experiment.yaml"
+    path.write_text(text)
+    return path
+
+
+def test_variants_that_differ_in_query_settings_share_one_index_and_later_stages_reuse_earlier_ones(tmp_path):
+    table = run_experiment(make_experiment(tmp_path))
+    rows = table.set_index(["variant", "method"])
+    assert rows.loc[("a", "local"), "index"] == rows.loc[("a-k5", "local"), "index"] != rows.loc[("b", "local"),
+                                                                                                  "index"]
+    assert rows.loc[("a", "local"), "stages_run"] == 10 and rows.loc[("a-k5", "local"), "stages_run"] == 0
+    # b differs only in community_reports: the stages before it came from a's index, unchanged
+    assert rows.loc[("b", "local"), "stages_run"] == 2
+    b_stats = read_json(tmp_path / "results" / "indexes" / rows.loc[("b", "local"), "index"] / "stats.json")
+    ran = [name for name, s in b_stats["stages"].items() if not s["status"].startswith("unchanged")]
+    assert ran == ["community_reports", "embed_text"]
+    # the fair baseline is always there, and the query-only setting changed what basic search retrieved
+    assert set(table["method"]) == {"local", "basic", "basic_packed"}
+    assert rows.loc[("a", "basic_packed"), "recall"] == 1.0
+    assert rows.loc[("a", "local"), "index_calls"] > 0 and rows.loc[("a", "local"), "index_cost_usd"] > 0
+    # per question: the question's embedding and the answer
+    assert rows.loc[("a", "local"), "token_f1"] >= 0 and rows.loc[("a", "local"), "query_calls"] == 4
+    assert (tmp_path / "results" / "report.md").read_text().count("![") == 2
+    assert pd.read_csv(tmp_path / "results" / "results.csv").shape[0] == 9
+
+
+def test_an_interrupted_experiment_resumes_without_repeating_variants_or_model_calls(tmp_path, monkeypatch):
+    from graphrag_lite.stages import STAGES
+
+    clean = run_experiment(make_experiment(tmp_path / "clean"))
+    calls_clean = fake.STATS.completions
+    fake.reset()
+    original = STAGES["community_reports"]
+    runs = {"count": 0}
+
+    def interrupted(context):  # the second index's community reports: a Ctrl-C halfway through the experiment
+        runs["count"] += 1
+        if runs["count"] == 2:
+            raise KeyboardInterrupt
+        return original.run(context)
+
+    monkeypatch.setitem(STAGES, "community_reports", dataclasses.replace(original, run=interrupted))
+    path = make_experiment(tmp_path / "resumed")
+    with pytest.raises(KeyboardInterrupt):
+        run_experiment(path)
+    calls_before = fake.STATS.completions
+    monkeypatch.setitem(STAGES, "community_reports", original)
+    resumed = run_experiment(path).set_index(["variant", "method"])
+    assert resumed.loc[("a", "local"), "stages_run"] == 0 and resumed.loc[("a-k5", "local"), "stages_run"] == 0
+    assert resumed.loc[("b", "local"), "stages_run"] == 2  # community_reports and embed_text, nothing earlier
+    # the counter runs on through both runs: together they made exactly the calls of one clean run
+    assert calls_before < calls_clean and fake.STATS.completions == calls_clean
+    columns = ["recall", "all_gold", "token_f1"]
+    assert resumed[columns].equals(clean.set_index(["variant", "method"])[columns])
+
+
+def test_pairwise_judging_runs_both_orders_and_a_position_biased_judge_wins_nothing(tmp_path):
+    text = EXPERIMENT + "judge: {baseline: a, methods: [local], criteria: [comprehensiveness, directness]}\n"
+    table = run_experiment(make_experiment(tmp_path, text)).set_index(["variant", "method"])
+    judgments = [json.loads(line) for line in (tmp_path / "results" / "judgments.jsonl").read_text().splitlines()]
+    assert {(j["variant"], j["question_id"], j["order"]) for j in judgments} == {
+        (v, q["id"], o) for v in ("a-k5", "b") for q in QUESTIONS for o in ("variant first", "baseline first")}
+    for j in judgments:  # the fake judges by content: the same answer wins in both orders
+        first = j["winners"]["comprehensiveness"]
+        assert j["points"]["comprehensiveness"] == (0.5 if first == 0 else float(
+            first == (1 if j["order"] == "variant first" else 2)))
+    assert 0 <= table.loc[("b", "local"), "win_overall"] <= 1
+    biased = {"comprehensiveness": {"winner": 1, "reason": "first"}, "directness": {"winner": "Answer 1"}}
+    with scripted({"judge": "```json\n" + json.dumps(biased) + "\n```"}):
+        (tmp_path / "results" / "judgments.jsonl").unlink()
+        table = run_experiment(tmp_path / "experiment.yaml").set_index(["variant", "method"])
+    assert table.loc[("b", "local"), "win_overall"] == 0.5 and table.loc[("a-k5", "local"), "win_comprehensiveness"] \
+        == 0.5
+
+
+@pytest.mark.parametrize(("text", "questions", "message"), [
+    ("varaints: {a: {}}\n", None, r"experiment\.yaml: unknown key 'varaints'; did you mean 'variants'\?"),
+    ("variants:\n  small: {chunking.sise: 100}\n", None,
+     r"experiment\.yaml, variant 'small': unknown key 'chunking\.sise'; did you mean 'chunking\.size'\?"),
+    ("grid:\n  chunking.size: []\n", None, r"experiment\.yaml: grid entry 'chunking\.size' has no values"),
+    ("grid: {}\n", None, r"experiment\.yaml: defines no variants"),
+    ("variants: {a: {}}\nquestions: questions.jsonl\n", [{"q": "Who?"}],
+     r"questions\.jsonl: line 1: no 'question' field with text \(its fields: q\)"),
+    ("variants: {a: {}}\njudge: {baseline: z}\n", None, r"judge\.baseline 'z' is not a variant; variants: a"),
+    ("variants: {a: {output.base_dir: x}}\n", None, r"variant 'a': 'output\.base_dir' is set by the experiment"),
+])
+def test_bad_experiment_files_name_the_file_and_the_entry(tmp_path, text, questions, message):
+    path = make_experiment(tmp_path, "project: project\n" + text, questions)
+    with pytest.raises(ConfigError, match=message):
+        run_experiment(path)
+
+
+def test_the_shipped_example_runs_with_no_model_and_a_rerun_runs_no_stage(tmp_path, cli):
+    for name in ("settings.yaml", "input"):
+        source = REPO / name
+        (shutil.copytree if source.is_dir() else shutil.copyfile)(source, tmp_path / name)
+    shutil.copytree(REPO / "experiments", tmp_path / "experiments", ignore=shutil.ignore_patterns("*-results"))
+    first = cli("experiment", "run", tmp_path / "experiments" / "example.yaml")
+    assert first.exit_code == 0, first.output
+    again = cli("experiment", "run", tmp_path / "experiments" / "example.yaml")
+    table = pd.read_csv(tmp_path / "experiments" / "example-results" / "results.csv")
+    assert again.exit_code == 0 and set(table["stages_run"]) == {0} and "basic_packed" in set(table["method"])
+    assert "✓" not in again.output and (tmp_path / "experiments" / "example-results" / "quality_vs_cost.png").is_file()
+    shown = cli("experiment", "show", tmp_path / "experiments" / "example.yaml")
+    assert shown.exit_code == 0 and "size-200_min_npmi-0.3" in shown.output
