@@ -12,7 +12,7 @@ from __future__ import annotations
 import math
 import statistics
 import time
-from collections.abc import Callable
+from collections.abc import Awaitable, Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -21,7 +21,7 @@ import pandas as pd
 from graphrag_lite.evaluation.questions import Question
 from graphrag_lite.evaluation.scoring import UnitLookup, contains_answer, exact_match, score_retrieval, token_f1
 from graphrag_lite.llm.ledger import summarize
-from graphrag_lite.query.engine import GraphRAG
+from graphrag_lite.query.engine import GraphRAG, SearchResult
 
 METHODS = ("local", "global", "basic")
 PACKED = "basic_packed"
@@ -56,13 +56,13 @@ def packed_basic(rag: GraphRAG) -> GraphRAG:
     return packed
 
 
-def methods_to_run(methods: list[str], questions: list[Question]) -> list[str]:
+def methods_to_run(methods: Sequence[str], questions: list[Question]) -> list[str]:
     """The methods asked for, plus the packed baseline when recall is measured for local search."""
     extra = [PACKED] if "local" in methods and any(q.has_gold for q in questions) else []
     return [*methods, *[m for m in extra if m not in methods]]
 
 
-async def evaluate_index(rag: GraphRAG, questions: list[Question], methods: list[str], answer: bool = True,
+async def evaluate_index(rag: GraphRAG, questions: list[Question], methods: Sequence[str], answer: bool = True,
                          response_type: str = "Single Sentence",
                          on_done: Callable[[], None] | None = None) -> list[QuestionResult]:
     """One QuestionResult per method and question, in order; questions run one after another so each one's
@@ -84,7 +84,9 @@ async def _evaluate_one(rag: GraphRAG, method: str, question: Question, units: U
     result = QuestionResult(question.id, question.group, method, 0, 0)
     rows: list[dict[str, Any]] | None
     if answer and question.answers and method != PACKED and _chat_model(rag, method) is not None:
-        search = {"local": rag.alocal_search, "global": rag.aglobal_search, "basic": rag.abasic_search}[method]
+        searches: dict[str, Callable[..., Awaitable[SearchResult]]] = {
+            "local": rag.alocal_search, "global": rag.aglobal_search, "basic": rag.abasic_search}
+        search = searches[method]
         found = await search(question.question, response_type=response_type)
         rows = found.context.get("Sources") if method != "global" else None
         result.answer, result.problems = found.answer, found.problems
@@ -114,9 +116,9 @@ async def _context_rows(rag: GraphRAG, method: str, question: str) -> list[dict[
 
 
 def _chat_model(rag: GraphRAG, method: str) -> str | None:
-    section = {"local": rag.config.local_search, "global": rag.config.global_search,
-               "basic": rag.config.basic_search}[method]
-    return section.chat_model_id
+    models = {"local": rag.config.local_search.chat_model_id, "global": rag.config.global_search.chat_model_id,
+              "basic": rag.config.basic_search.chat_model_id}
+    return models[method]
 
 
 def summary_table(results: list[QuestionResult], by: tuple[str, ...] = ("method",)) -> pd.DataFrame:
@@ -132,7 +134,8 @@ def summary_table(results: list[QuestionResult], by: tuple[str, ...] = ("method"
                      "recall": _mean(recall), "exact_match": _mean(part["exact_match"]),
                      "token_f1": _mean(part["token_f1"]), "contains": _mean(part["contains"]),
                      "calls": int(part["calls"].sum()), "tokens": int(part["tokens"].sum()),
-                     "cost_usd": round(float(part["cost_usd"].sum()), 6), "seconds": round(float(part["seconds"].sum()), 3),
+                     "cost_usd": round(float(part["cost_usd"].sum()), 6),
+                     "seconds": round(float(part["seconds"].sum()), 3),
                      "median_s": round(statistics.median(part["seconds"]), 3)})
     return pd.DataFrame(rows)
 

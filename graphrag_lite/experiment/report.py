@@ -14,8 +14,8 @@ from graphrag_lite.evaluation.evaluate import PACKED
 if TYPE_CHECKING:
     from graphrag_lite.experiment.runner import ExperimentPlan
 
-SHOWN = ["variant", "method", "group", "questions", "all_gold", "recall", "exact_match", "token_f1", "contains", "win_overall",
-         "query_calls", "query_cost_usd", "index_calls", "index_cost_usd", "index_wall_s", "entities",
+SHOWN = ["variant", "method", "group", "questions", "all_gold", "recall", "exact_match", "token_f1", "contains",
+         "win_overall", "query_calls", "query_cost_usd", "index_calls", "index_cost_usd", "index_wall_s", "entities",
          "relationships", "communities", "modularity", "integrity_problems", "stages_run"]
 # the terminal is narrower than a report: what tells the variants apart first
 TERMINAL = ["variant", "method", "group", "questions", "all_gold", "recall", "exact_match", "token_f1", "contains",
@@ -43,9 +43,11 @@ def format_value(value: Any) -> str:
 
 
 def write_report(plan: ExperimentPlan, table: pd.DataFrame) -> Path:
+    packed = " (+ basic search packed to local search's budget, the fair baseline)" \
+        if "method" in table and PACKED in set(table["method"]) else ""
     lines = [f"# Experiment {plan.path.name}", "", f"Project: `{plan.spec.project}`. "
-             f"{len(plan.variants)} variants, {len(plan.questions)} questions, methods: {', '.join(plan.spec.methods)}"
-             f"{' (+ basic search packed to local search’s budget, the fair baseline)' if PACKED in set(table.get('method', [])) else ''}.",
+             f"{len(plan.variants)} variants, {len(plan.questions)} questions, methods: "
+             f"{', '.join(plan.spec.methods)}{packed}.",
              "", "## Results", "", markdown_table(table), "",
              "all_gold: share of questions with every gold item in the context; recall: mean share of gold items "
              "found. index_* figures are what building the index costs from scratch (cached answers counted at "
@@ -55,7 +57,7 @@ def write_report(plan: ExperimentPlan, table: pd.DataFrame) -> Path:
               for p in plan.variants]
     if plan.spec.base:
         lines += ["", "Every variant also sets: " + ", ".join(f"`{k}={v}`" for k, v in plan.spec.base.items())]
-    lines += ["", "## Plots", ""] + write_plots(table, plan.output)
+    lines += ["", "## Plots", "", *write_plots(table, plan.output)]
     target = plan.output / "report.md"
     target.write_text("\n".join(lines) + "\n", encoding="utf-8")
     return target
@@ -80,7 +82,9 @@ def write_plots(table: pd.DataFrame, folder: Path) -> list[str]:
 
 
 def _cost_plot(plt: Any, table: pd.DataFrame, quality: str, target: Path) -> Path:
-    costs = table["index_cost_usd"].fillna(0) + table.get("query_cost_usd", 0).fillna(0)
+    costs = table["index_cost_usd"].fillna(0)
+    if "query_cost_usd" in table:
+        costs = costs + table["query_cost_usd"].fillna(0)
     x, label = (costs, "cost, USD (index from scratch + queries)") if costs.max() > 0 else \
         (table["index_wall_s"], "indexing time, s (no model cost)")
     figure, axes = plt.subplots(figsize=(7, 4.5))

@@ -21,7 +21,8 @@ def index_costs(stats: dict[str, Any]) -> dict[str, Any]:
     stages = stats.get("stages", {}).values()
     llm = [s["llm"] for s in stages if s.get("llm")]
     return {"index_calls": sum(x["calls"] for x in llm),
-            "index_tokens": sum(x.get("tokens_without_cache", x["prompt_tokens"] + x["completion_tokens"]) for x in llm),
+            "index_tokens": sum(x.get("tokens_without_cache", x["prompt_tokens"] + x["completion_tokens"])
+                                for x in llm),
             "index_cost_usd": round(sum(x.get("cost_usd_without_cache", x["cost_usd"]) for x in llm), 6),
             "index_wall_s": round(sum(s.get("wall_s", 0.0) for s in stages), 2),
             "stage_problems": sum(len(s.get("problems", [])) for s in stages)}
@@ -40,9 +41,9 @@ def variant_rows(name: str, index: str, differs: str, stages_run: int, output_di
     rows = []
     for summary in summary_table(results).to_dict("records"):
         method = summary.pop("method")
-        row = {**common, "method": method, **{f"query_{k}" if k in ("calls", "tokens", "cost_usd", "seconds",
-                                                                      "median_s") else k: v
-                                              for k, v in summary.items()}}
+        scores = {f"query_{k}" if k in ("calls", "tokens", "cost_usd", "seconds", "median_s") else str(k): v
+                  for k, v in summary.items()}
+        row: dict[str, Any] = {**common, "method": method, **scores}
         if method in judged:
             row.update({f"win_{k}": v for k, v in win_rates(judged[method], criteria).items()})
         rows.append(row)
@@ -53,7 +54,7 @@ def ordered(table: pd.DataFrame) -> pd.DataFrame:
     """Columns in reading order: who, quality, cost, graph figures."""
     first = ["variant", "method", "differs", "questions", "all_gold", "recall", "exact_match", "token_f1",
              "contains"]
-    wins = sorted(c for c in table if c.startswith("win_"))
+    wins = sorted(str(c) for c in table.columns if str(c).startswith("win_"))
     costs = ["query_calls", "query_tokens", "query_cost_usd", "query_median_s", "index_calls", "index_tokens",
              "index_cost_usd", "index_wall_s", "stages_run"]
     columns = [c for c in [*first, *wins, *costs] if c in table]

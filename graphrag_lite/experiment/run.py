@@ -16,8 +16,15 @@ from graphrag_lite.evaluation.evaluate import QuestionResult
 from graphrag_lite.evaluation.judge import judge_pair
 from graphrag_lite.experiment.report import write_report
 from graphrag_lite.experiment.results import differs_text, ordered, variant_rows
-from graphrag_lite.experiment.runner import (ExperimentPlan, PlannedVariant, VariantRun, build_variant_index,
-                                             evaluate_variant, plan_experiment, remaining_budget)
+from graphrag_lite.experiment.runner import (
+    ExperimentPlan,
+    PlannedVariant,
+    VariantRun,
+    build_variant_index,
+    evaluate_variant,
+    plan_experiment,
+    remaining_budget,
+)
 from graphrag_lite.llm.ledger import BudgetExceeded
 from graphrag_lite.storage import write_json
 

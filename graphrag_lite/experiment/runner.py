@@ -17,7 +17,6 @@ import os
 import shutil
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
-from typing import Any
 
 from rich.console import Console
 
@@ -27,8 +26,7 @@ from graphrag_lite.evaluation.evaluate import QuestionResult, evaluate_index, me
 from graphrag_lite.evaluation.questions import Question, load_questions, questions_digest
 from graphrag_lite.experiment.spec import ExperimentSpec, Variant, expand_variants, load_spec
 from graphrag_lite.llm.ledger import BudgetExceeded
-from graphrag_lite.pipeline import (QUERY_SECTIONS, STATE_FILE, Pipeline, configure, reusable_prefix,
-                                    run_pipeline)
+from graphrag_lite.pipeline import QUERY_SECTIONS, STATE_FILE, Pipeline, configure, reusable_prefix, run_pipeline
 from graphrag_lite.storage import OutputStore, read_json, write_json
 
 
@@ -102,7 +100,8 @@ def build_variant_index(planned: PlannedVariant, plan: ExperimentPlan, console: 
     if not (folder / STATE_FILE).is_file():
         run.shared_from = seed_from_other_index(planned, plan.output / "indexes")
     summary = run_pipeline(planned.config, planned.pipeline, console)
-    run.stages_run = [name for name, s in summary.stages.items() if not str(s.get("status", "")).startswith("unchanged")]
+    run.stages_run = [name for name, s in summary.stages.items()
+                      if not str(s.get("status", "")).startswith("unchanged")]
     run.cost_usd = (summary.llm or {}).get("cost_usd", 0.0)
     return run
 

@@ -43,8 +43,8 @@ class _Strict(BaseModel):
 class JudgeSpec(_Strict):
     baseline: str = Field(description="the variant every other variant's answers are compared with")
     model_id: str = Field("default_chat_model", description="the judge: a model id of the project's settings")
-    methods: list[Method] = Field(default_factory=lambda: ["local"], description="query methods whose answers "
-                                  "are judged")
+    methods: list[Method] = Field(default_factory=lambda: list[Method](["local"]),
+                                  description="query methods whose answers are judged")
     criteria: list[str] = Field(default_factory=lambda: list(CRITERIA), description="criteria; the four of the "
                                 "GraphRAG paper by default, or your own words")
     prompt: Path | None = Field(None, description="judge prompt file; unset: the packaged one")
@@ -63,7 +63,7 @@ class ExperimentSpec(_Strict):
     variants: dict[str, dict[str, Any] | None] = Field(default_factory=dict)
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     questions: Path | None = None
-    methods: list[Method] = Field(default_factory=lambda: ["local", "basic"])
+    methods: list[Method] = Field(default_factory=lambda: list[Method](["local", "basic"]))
     answers: bool = Field(True, description="generate answers and score them when the questions have answers")
     response_type: str = "Single Sentence"
     judge: JudgeSpec | None = None
@@ -117,20 +117,20 @@ def expand_variants(spec: ExperimentSpec, path: Path) -> list[Variant]:
             raise ConfigError(f"{path}: grid entry '{key}' has no values; give a list of at least one value")
     keys = list(spec.grid)
     for point in itertools.product(*(spec.grid[k] for k in keys)) if keys else []:
-        values = dict(zip(keys, point, strict=True))
-        name = grid_name(values)
+        combined = dict(zip(keys, point, strict=True))
+        name = grid_name(combined)
         if name in own:
             raise ConfigError(f"{path}: grid variant '{name}' has the name of a named variant; rename that one")
-        own[name] = values
+        own[name] = combined
     if not own:
         raise ConfigError(f"{path}: defines no variants; add `variants:` (named overrides) or `grid:` (lists of "
                           "values to combine)")
-    for name, values in [("base", base), *((f"variant '{n}'", v) for n, v in own.items())]:
-        for key in values:
+    for name, settings in [("base", base), *((f"variant '{n}'", v) for n, v in own.items())]:
+        for key in settings:
             if key in RESERVED:
                 raise ConfigError(f"{path}: {name}: '{key}' is set by the experiment (each index gets its own "
                                   "folder under the experiment's output); remove it")
-    return [Variant(name, {**base, **values}, values) for name, values in own.items()]
+    return [Variant(name, {**base, **settings}, settings) for name, settings in own.items()]
 
 
 def flatten(values: dict[str, Any], path: Path, where: str, prefix: str = "") -> dict[str, Any]:
@@ -164,9 +164,9 @@ def _describe(path: Path, problem: Any) -> str:
     if problem["type"] == "extra_forbidden":
         model: Any = ExperimentSpec
         for part in loc[:-1]:
-            field = model.model_fields.get(part) if isinstance(model, type) else None
+            field = getattr(model, "model_fields", {}).get(part)
             model = unwrap_optional(field.annotation) if field is not None else None
-        fields = list(getattr(model, "model_fields", {})) if isinstance(model, type) else []
+        fields = list(getattr(model, "model_fields", {}))
         close = difflib.get_close_matches(loc[-1], fields, n=1, cutoff=0.5)
         hint = f"; did you mean '{'.'.join([*loc[:-1], close[0]])}'?" if close else \
             (f"; known keys: {', '.join(fields)}" if fields else "")
