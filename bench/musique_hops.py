@@ -20,9 +20,10 @@ import time
 from pathlib import Path
 
 from musique_retrieval import BUDGET, CORPUS, QUESTIONS, build_index, gold_paragraphs, paragraphs_of
-from retrieval_eval import basic_packed, basic_rows, with_settings
+from retrieval_eval import basic_rows, with_settings
 
 from graphrag_lite.config import ModelConfig
+from graphrag_lite.evaluation.evaluate import packed_basic
 from graphrag_lite.query.engine import GraphRAG
 
 
@@ -49,7 +50,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory() as folder:
         index = build_index(Path(folder))
         rag = with_model(index, args.model, args.api_base, args.hops, args.hop_context_tokens)
-        packed = basic_packed(index)
+        packed = packed_basic(index)
         totals = {"first": 0, "last": 0, "basic": 0, "asked": 0}
         began = time.perf_counter()
         for q in json.loads(QUESTIONS.read_text()):

@@ -16,43 +16,20 @@ from __future__ import annotations
 
 import argparse
 import json
-import re
 import subprocess
 import sys
 import tempfile
 import time
-from functools import cache
 from pathlib import Path
 
 import yaml
 from retrieval_eval import Scores, compared_methods, score_question, whole_local_context, with_settings
 from shared_data import shared_path
 
-from graphrag_lite.llm.fake import STOPWORDS
-from graphrag_lite.nlp.extractor import sentences
+from graphrag_lite.evaluation.scoring import content_words, found_sentences
 from graphrag_lite.query.engine import GraphRAG
 
 DATA = shared_path("corpora/novels-dev")
-
-
-def content_words(text: str) -> frozenset[str]:
-    return frozenset(w for w in re.findall(r"[a-z0-9]+", text.lower()) if len(w) > 2 and w not in STOPWORDS)
-
-
-@cache
-def unit_sentences(text: str) -> tuple[frozenset[str], ...]:
-    return tuple(content_words(s) for s in sentences(text))
-
-
-def found_evidence(evidence: list[str], rows: list[dict]) -> set[int]:
-    """Indexes of the evidence sentences that one context sentence covers at least half of."""
-    context = [words for row in rows for words in unit_sentences(row["text"])]
-    found = set()
-    for i, item in enumerate(evidence):
-        wanted = content_words(item)
-        if wanted and any(2 * len(wanted & words) >= len(wanted) for words in context):
-            found.add(i)
-    return found
 
 
 def build(folder: Path) -> GraphRAG:
@@ -84,7 +61,7 @@ def main() -> None:
         for q in questions:
             evidence = [e.strip() for e in q["evidence"].split("; ") if content_words(e)]
             score_question(scores, methods, q["question"], q["question_type"], set(range(len(evidence))),
-                           lambda _, rows: found_evidence(evidence, rows))  # noqa: B023 - used at once
+                           lambda _, rows: found_sentences(evidence, (r["text"] for r in rows)))  # noqa: B023 - used at once
         print(f"fast index of the 5 books in {built:.1f} s: {len(index.index.text_units):,} text units, "
               f"{len(index.index.entities):,} entities, {len(index.index.communities):,} communities")
         scores.print(f"GraphRAG-Bench novels, {len(questions)} questions, {args.budget:,}-token context, keyword "

@@ -18,9 +18,8 @@ from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
+from graphrag_lite.evaluation.evaluate import packed_basic
 from graphrag_lite.query.engine import GraphRAG
-
-PACKED_K = 1000  # candidates for basic search packed to the budget: more than any budget here can hold
 
 
 def with_settings(rag: GraphRAG, **sections: dict[str, Any]) -> GraphRAG:
@@ -30,11 +29,6 @@ def with_settings(rag: GraphRAG, **sections: dict[str, Any]) -> GraphRAG:
         for key, value in values.items():
             setattr(getattr(config, section), key, value)
     return GraphRAG(config)
-
-
-def basic_packed(rag: GraphRAG) -> GraphRAG:
-    return with_settings(rag, basic_search={"k": PACKED_K,
-                                            "max_context_tokens": rag.config.local_search.max_context_tokens})
 
 
 def local_rows(rag: GraphRAG, question: str) -> list[dict[str, Any]]:
@@ -62,7 +56,7 @@ def compared_methods(rag: GraphRAG) -> dict[str, tuple[GraphRAG, Rows]]:
     budget = rag.config.local_search.max_context_tokens
     return {"local (ppr)": (rag, local_rows),
             "local (fusion)": (with_settings(rag, local_search={"source_ranking": "fusion"}), local_rows),
-            f"basic packed to {budget:,} tokens": (basic_packed(rag), basic_rows),
+            f"basic packed to {budget:,} tokens": (packed_basic(rag), basic_rows),
             "basic k=10 (the default)": (rag, basic_rows)}
 
 

@@ -146,3 +146,19 @@ def test_the_shipped_example_runs_with_no_model_and_a_rerun_runs_no_stage(tmp_pa
     assert "✓" not in again.output and (tmp_path / "experiments" / "example-results" / "quality_vs_cost.png").is_file()
     shown = cli("experiment", "show", tmp_path / "experiments" / "example.yaml")
     assert shown.exit_code == 0 and "size-200_min_npmi-0.3" in shown.output
+
+
+def test_a_dry_run_estimates_the_whole_experiment_counting_a_shared_stage_once_and_calls_no_model(tmp_path, cli):
+    path = make_experiment(tmp_path, EXPERIMENT + "judge: {baseline: a}\n")
+    shown = cli("experiment", "run", path, "--dry-run")
+    assert shown.exit_code == 0, shown.output
+    assert fake.STATS.completions == 0 and fake.STATS.embeddings == 0
+    from graphrag_lite.experiment.estimate import estimate_experiment
+    from graphrag_lite.experiment.runner import plan_experiment
+
+    found = estimate_experiment(plan_experiment(path))
+    extraction = [r for r in found.rows if r["what"].endswith("extract_graph") or "extract_graph (" in r["what"]]
+    assert [r["calls"] > 0 for r in extraction] == [True, False]  # b's extraction is a's: counted once
+    judge = next(r for r in found.rows if r["what"].startswith("judge"))
+    assert judge["calls"] == 2 * 2 * len(QUESTIONS)  # both orders, 2 variants against the baseline
+    assert found.cost_usd > 0 and "summarize_descriptions" in " ".join(found.not_estimable)
