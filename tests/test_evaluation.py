@@ -10,8 +10,14 @@ import pytest
 
 from graphrag_lite.evaluation.judge import judge_parser
 from graphrag_lite.evaluation.questions import QuestionFileError, load_questions
-from graphrag_lite.evaluation.scoring import (UnitLookup, contains_answer, exact_match, found_sentences,
-                                              score_retrieval, token_f1)
+from graphrag_lite.evaluation.scoring import (
+    UnitLookup,
+    contains_answer,
+    exact_match,
+    found_sentences,
+    score_retrieval,
+    token_f1,
+)
 from graphrag_lite.llm.structured import ParseError
 from tests.conftest import DATA, make_project
 
