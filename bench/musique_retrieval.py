@@ -79,17 +79,25 @@ def build_index(folder: Path) -> GraphRAG:
     return rag
 
 
-def build_fast_index(folder: Path) -> GraphRAG:
-    """`graphrag-lite index --method fast` over the same paragraphs (title and text, as HippoRAG gives them),
-    one document per paragraph: rule-based entities, keyword search only."""
+FAST_SETTINGS = ("input:\n  title_column: title\n  id_column: pid\n"
+                 "embed_text:\n  model_id: null\nlocal_search:\n  embedding_model_id: null\n"
+                 "basic_search:\n  embedding_model_id: null\n")
+
+
+def fast_project_files() -> dict[str, str]:
+    """The project of the fast index: the paragraphs (title and text, as HippoRAG gives them), one document
+    each with its paragraph id, and settings for keyword search only."""
     docs = json.loads(DEFAULT.read_text())["docs"]
-    (folder / "input").mkdir()
-    with open(folder / "input" / "paragraphs.jsonl", "w") as out:
-        for i, doc in enumerate(docs):
-            out.write(json.dumps({"pid": f"paragraph-{i}", "title": doc["title"], "text": doc["passage"]}) + "\n")
-    (folder / "settings.yaml").write_text("input:\n  title_column: title\n  id_column: pid\n"
-                                          "embed_text:\n  model_id: null\nlocal_search:\n  embedding_model_id: null\n"
-                                          "basic_search:\n  embedding_model_id: null\n")
+    paragraphs = "".join(json.dumps({"pid": f"paragraph-{i}", "title": doc["title"], "text": doc["passage"]}) + "\n"
+                         for i, doc in enumerate(docs))
+    return {"input/paragraphs.jsonl": paragraphs, "settings.yaml": FAST_SETTINGS}
+
+
+def build_fast_index(folder: Path) -> GraphRAG:
+    """`graphrag-lite index --method fast` over the same paragraphs: rule-based entities, keyword search only."""
+    for name, text in fast_project_files().items():
+        (folder / name).parent.mkdir(parents=True, exist_ok=True)
+        (folder / name).write_text(text)
     subprocess.run([sys.executable, "-m", "graphrag_lite", "index", "--root", str(folder), "--method", "fast"],
                    check=True, stdout=subprocess.DEVNULL)
     return GraphRAG.from_config(folder)

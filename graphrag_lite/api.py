@@ -20,7 +20,8 @@ def build_index(config: str | Path | GraphRagConfig = ".", overrides: Overrides 
                 console: Console | None = None) -> RunSummary:
     """Build (or resume) an index. `config` is a project folder, a settings file, or a GraphRagConfig;
     `overrides` are `--set` strings or a mapping of dotted keys; `method` a pipeline name or file (default:
-    the settings' `pipeline`). Stages whose inputs and settings are unchanged are skipped."""
+    the settings' `pipeline`). A folder or file gets the pipeline's recommended settings under the overrides,
+    as `graphrag-lite index` does; a GraphRagConfig is taken as it is. Unchanged stages are skipped."""
     console = console or Console(quiet=True)
     if isinstance(config, GraphRagConfig):
         data = config.model_dump(mode="python", exclude={"root_dir"})

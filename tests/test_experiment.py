@@ -162,3 +162,32 @@ def test_a_dry_run_estimates_the_whole_experiment_counting_a_shared_stage_once_a
     judge = next(r for r in found.rows if r["what"].startswith("judge"))
     assert judge["calls"] == 2 * 2 * len(QUESTIONS)  # both orders, 2 variants against the baseline
     assert found.cost_usd > 0 and "summarize_descriptions" in " ".join(found.not_estimable)
+
+
+def test_the_budget_covers_the_whole_experiment_and_finished_variants_are_kept(tmp_path, cli):
+    text = EXPERIMENT.replace("community_reports.max_length: 300", "chunking.size: 150")  # b: a second extraction
+    clean = run_experiment(make_experiment(tmp_path / "clean", text)).set_index(["variant", "method"])
+    first_variant = clean.loc[("a", "local"), "index_cost_usd"] + clean.loc[("a", "local"), "query_cost_usd"] + \
+        clean.loc[("a", "basic"), "query_cost_usd"]
+    assert clean.loc[("b", "local"), "index_cost_usd"] > 0.5 * first_variant
+    fake.reset()
+    path = make_experiment(tmp_path / "limited", text + f"budget: {{max_cost_usd: {first_variant * 1.4}}}\n")
+    stopped = cli("experiment", "run", path)
+    assert stopped.exit_code == 3 and "budget" in stopped.output
+    kept = pd.read_csv(tmp_path / "limited" / "results" / "results.csv")
+    assert {"a", "a-k5"} <= set(kept["variant"]) and "b" not in set(kept["variant"])
+
+
+def test_build_index_takes_a_project_folder_or_a_config_with_overrides(tmp_path):
+    from graphrag_lite import build_index
+    from graphrag_lite.config import load_config
+
+    root = make_project(tmp_path, DOCS, "extract_graph_nlp:\n  min_entity_frequency: 1\n")
+    summary = build_index(root, {"chunking.size": 80}, method="fast")
+    assert summary.status == "completed" and summary.stages["chunk_text"]["rows_out"]["base_text_units"] > 5
+    # a config object is taken as it is: the fast method's recommended settings (overlap 30) are not applied
+    again = build_index(load_config(root), ["chunking.size=80", "chunking.overlap=30", "extract_claims.enabled=false",
+                                            "embed_text.model_id=null"], method="fast")
+    assert again.status == "unchanged"
+    with pytest.raises(ConfigError, match="chunking"):
+        build_index(root, {"chunking.size": "big"}, method="fast")

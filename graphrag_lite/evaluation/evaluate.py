@@ -40,8 +40,11 @@ class QuestionResult:
     token_f1: float = math.nan
     contains: float = math.nan
     calls: int = 0
+    # what the question costs with an empty cache (NaN: a model missing from LiteLLM's price map), so
+    # variants compare fairly whichever ran first; paid_usd is what this run paid (cache hits are free)
     tokens: int = 0
     cost_usd: float = 0.0
+    paid_usd: float = 0.0
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
 
@@ -98,9 +101,12 @@ async def _evaluate_one(rag: GraphRAG, method: str, question: Question, units: U
     if rows is not None and question.has_gold:
         retrieval = score_retrieval(question, rows, units)
         result.gold, result.found = retrieval.gold, retrieval.found
-    usage = summarize(rag.gateway.ledger.records[seen:])
-    result.calls, result.tokens = usage["calls"], usage["prompt_tokens"] + usage["completion_tokens"]
-    result.cost_usd, result.seconds = usage["cost_usd"], time.perf_counter() - began
+    records = rag.gateway.ledger.records[seen:]
+    usage = summarize(records)
+    result.calls, result.tokens, result.paid_usd = usage["calls"], usage["tokens_without_cache"], usage["cost_usd"]
+    unpriced = any(r.cost_usd is None and r.prompt_tokens > 0 for r in records if r.kind != "failed_attempt")
+    result.cost_usd = math.nan if unpriced else usage["cost_usd_without_cache"]
+    result.seconds = time.perf_counter() - began
     return result
 
 
@@ -134,7 +140,7 @@ def summary_table(results: list[QuestionResult], by: tuple[str, ...] = ("method"
                      "recall": _mean(recall), "exact_match": _mean(part["exact_match"]),
                      "token_f1": _mean(part["token_f1"]), "contains": _mean(part["contains"]),
                      "calls": int(part["calls"].sum()), "tokens": int(part["tokens"].sum()),
-                     "cost_usd": round(float(part["cost_usd"].sum()), 6),
+                     "cost_usd": round(float(part["cost_usd"].sum(skipna=False)), 6),
                      "seconds": round(float(part["seconds"].sum()), 3),
                      "median_s": round(statistics.median(part["seconds"]), 3)})
     return pd.DataFrame(rows)

@@ -51,7 +51,8 @@ def write_report(plan: ExperimentPlan, table: pd.DataFrame) -> Path:
              "", "## Results", "", markdown_table(table), "",
              "all_gold: share of questions with every gold item in the context; recall: mean share of gold items "
              "found. index_* figures are what building the index costs from scratch (cached answers counted at "
-             "the price first paid). Full table: results.csv / results.parquet.", "", "## What each variant sets", ""]
+             "the price first paid); a cost is empty when a model is not in LiteLLM's price map. Full table: "
+             "results.csv / results.parquet.", "", "## What each variant sets", ""]
     lines += [f"- **{p.variant.name}** (index `{p.index}`): " + (", ".join(f"`{k}={v}`" for k, v in
                                                                       p.variant.own.items()) or "the base settings")
               for p in plan.variants]

@@ -23,7 +23,8 @@ def index_costs(stats: dict[str, Any]) -> dict[str, Any]:
     return {"index_calls": sum(x["calls"] for x in llm),
             "index_tokens": sum(x.get("tokens_without_cache", x["prompt_tokens"] + x["completion_tokens"])
                                 for x in llm),
-            "index_cost_usd": round(sum(x.get("cost_usd_without_cache", x["cost_usd"]) for x in llm), 6),
+            "index_cost_usd": math.nan if any(x.get("unpriced_calls") for x in llm) else
+            round(sum(x.get("cost_usd_without_cache", x["cost_usd"]) for x in llm), 6),
             "index_wall_s": round(sum(s.get("wall_s", 0.0) for s in stages), 2),
             "stage_problems": sum(len(s.get("problems", [])) for s in stages)}
 

@@ -4,15 +4,18 @@ running cost), judge answers against the baseline, and write the results table a
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import json
+from collections.abc import Callable, Iterator
 from dataclasses import asdict
 from pathlib import Path
 from typing import Any
 
 import pandas as pd
 from rich.console import Console
+from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from graphrag_lite.evaluation.evaluate import QuestionResult
+from graphrag_lite.evaluation.evaluate import QuestionResult, methods_to_run
 from graphrag_lite.evaluation.judge import judge_pair
 from graphrag_lite.experiment.report import write_report
 from graphrag_lite.experiment.results import differs_text, ordered, variant_rows
@@ -48,19 +51,11 @@ def run_experiment(path: str | Path, console: Console | None = None) -> pd.DataF
         for number, planned in enumerate(plan.variants, start=1):
             console.rule(f"[{number}/{len(plan.variants)}] variant {planned.variant.name} "
                          f"({differs_text(planned.variant.own)}) · index {planned.index} · spent so far ${spent:.4f}")
-            planned.config.budget.max_cost_usd = remaining_budget(plan, spent)
-            run = runs[planned.variant.name] = build_variant_index(planned, plan, console)
-            if run.shared_from:
-                console.print(f"  started from the finished stages of index {run.shared_from}", highlight=False)
-            spent += run.cost_usd
-            if plan.questions:
-                planned.config.budget.max_cost_usd = remaining_budget(plan, spent)
-                results, run.evaluation_reused = asyncio.run(evaluate_variant(planned, plan, answer))
+            runs[planned.variant.name], results = _run_variant(planned, plan, console, spent, answer)
+            spent += runs[planned.variant.name].cost_usd
+            if results is not None:
                 evaluations[planned.variant.name] = results
-                spent += 0.0 if run.evaluation_reused else sum(r.cost_usd for r in results)
-                console.print(f"  evaluated on {len(plan.questions)} questions"
-                              f"{' (unchanged, reused)' if run.evaluation_reused else ''}", highlight=False)
-        judged = asyncio.run(judge_variants(plan, evaluations)) if plan.spec.judge and answer else {}
+        judged = asyncio.run(judge_variants(plan, evaluations, console)) if plan.spec.judge and answer else {}
     except BudgetExceeded:
         _write_results(plan, runs, evaluations, {})
         raise
@@ -69,7 +64,37 @@ def run_experiment(path: str | Path, console: Console | None = None) -> pd.DataF
     return table
 
 
-async def judge_variants(plan: ExperimentPlan, evaluations: dict[str, list[QuestionResult]]
+def _run_variant(planned: PlannedVariant, plan: ExperimentPlan, console: Console, spent: float, answer: bool
+                 ) -> tuple[VariantRun, list[QuestionResult] | None]:
+    """Build the variant's index and evaluate it, each within what is left of the experiment's budget;
+    the run's cost_usd is what both paid."""
+    planned.config.budget.max_cost_usd = remaining_budget(plan, spent)
+    run = build_variant_index(planned, plan, console)
+    if run.shared_from:
+        console.print(f"  started from the finished stages of index {run.shared_from}", highlight=False)
+    if not plan.questions:
+        return run, None
+    planned.config.budget.max_cost_usd = remaining_budget(plan, spent + run.cost_usd)
+    total = len(methods_to_run(plan.spec.methods, plan.questions)) * len(plan.questions)
+    with counting(console, total, f"{planned.variant.name}: questions") as done:
+        results, run.evaluation_reused = asyncio.run(evaluate_variant(planned, plan, answer, done))
+    run.cost_usd += 0.0 if run.evaluation_reused else sum(r.paid_usd for r in results)
+    console.print(f"  evaluated on {len(plan.questions)} questions"
+                  f"{' (unchanged, reused)' if run.evaluation_reused else ''}", highlight=False)
+    return run, results
+
+
+@contextlib.contextmanager
+def counting(console: Console, total: int, what: str) -> Iterator[Callable[[], None]]:
+    """A progress bar on a terminal (nothing elsewhere); call the yielded function once per item done."""
+    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                        console=console, transient=True, disable=not console.is_terminal)
+    with progress:
+        task = progress.add_task(what, total=total)
+        yield lambda: progress.advance(task)
+
+
+async def judge_variants(plan: ExperimentPlan, evaluations: dict[str, list[QuestionResult]], console: Console
                          ) -> dict[str, dict[str, list[dict[str, Any]]]]:
     """Every variant's answers against the baseline's, per judged method and question, in both orders;
     written to judgments.jsonl. Returns {variant: {method: judgments}}."""
@@ -78,27 +103,38 @@ async def judge_variants(plan: ExperimentPlan, evaluations: dict[str, list[Quest
     judge = plan.spec.judge
     assert judge is not None
     baseline = next(p for p in plan.variants if p.variant.name == judge.baseline)
-    answers = {(name, r.method, r.question_id): r.answer for name, rs in evaluations.items() for r in rs if r.answer}
-    texts = {q.id: q.question for q in plan.questions}
+    pairs = list(answer_pairs(plan, evaluations))
     gateway = Gateway(baseline.config)
     judged: dict[str, dict[str, list[dict[str, Any]]]] = {}
     try:
-        for planned in [p for p in plan.variants if p is not baseline]:
-            name = planned.variant.name
-            for method in judge.methods:
-                for question_id, question in texts.items():
-                    ours, theirs = answers.get((name, method, question_id)), answers.get((judge.baseline, method,
-                                                                                          question_id))
-                    if ours is None or theirs is None:
-                        continue
-                    pair = await judge_pair(gateway, judge.model_id, question, (ours, theirs), judge.criteria,
-                                            judge.prompt, (question_id, method, name, judge.baseline))
-                    judged.setdefault(name, {}).setdefault(method, []).extend(asdict(j) for j in pair)
+        with counting(console, len(pairs), "judging pairs (both orders)") as done:
+            for (question_id, method, name), question, answers in pairs:
+                pair = await judge_pair(gateway, judge.model_id, question, answers, judge.criteria, judge.prompt,
+                                        (question_id, method, name, judge.baseline))
+                judged.setdefault(name, {}).setdefault(method, []).extend(asdict(j) for j in pair)
+                done()
     finally:
         gateway.close()
     lines = [json.dumps(j, ensure_ascii=False) for methods in judged.values() for js in methods.values() for j in js]
     (plan.output / "judgments.jsonl").write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
     return judged
+
+
+def answer_pairs(plan: ExperimentPlan, evaluations: dict[str, list[QuestionResult]]
+                 ) -> Iterator[tuple[tuple[str, str, str], str, tuple[str, str]]]:
+    """((question id, method, variant), question, (variant's answer, baseline's answer)) for every judged
+    method and question both answered."""
+    judge = plan.spec.judge
+    assert judge is not None
+    answers = {(name, r.method, r.question_id): r.answer for name, rs in evaluations.items() for r in rs if r.answer}
+    for planned in plan.variants:
+        name = planned.variant.name
+        for method in judge.methods if name != judge.baseline else []:
+            for question in plan.questions:
+                ours = answers.get((name, method, question.id))
+                theirs = answers.get((judge.baseline, method, question.id))
+                if ours is not None and theirs is not None:
+                    yield (question.id, method, name), question.question, (ours, theirs)
 
 
 def _write_results(plan: ExperimentPlan, runs: dict[str, Any], evaluations: dict[str, list[QuestionResult]],

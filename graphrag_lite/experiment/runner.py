@@ -15,11 +15,13 @@ import hashlib
 import json
 import os
 import shutil
+from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
 
 from rich.console import Console
 
+from graphrag_lite import __version__
 from graphrag_lite.config import GraphRagConfig
 from graphrag_lite.errors import ConfigError
 from graphrag_lite.evaluation.evaluate import QuestionResult, evaluate_index, methods_to_run
@@ -141,8 +143,8 @@ def _link(source: Path, target: Path) -> None:
         shutil.copy2(source, target)
 
 
-async def evaluate_variant(planned: PlannedVariant, plan: ExperimentPlan, answer: bool
-                           ) -> tuple[list[QuestionResult], bool]:
+async def evaluate_variant(planned: PlannedVariant, plan: ExperimentPlan, answer: bool,
+                           on_done: Callable[[], None] | None = None) -> tuple[list[QuestionResult], bool]:
     """The variant's evaluation: reused when the index, the query settings and the questions are unchanged."""
     from graphrag_lite.query.engine import GraphRAG
 
@@ -151,7 +153,7 @@ async def evaluate_variant(planned: PlannedVariant, plan: ExperimentPlan, answer
     if target.is_file() and (stored := read_json(target)).get("key") == key:
         return [QuestionResult(**r) for r in stored["results"]], True
     results = await evaluate_index(GraphRAG(planned.config), plan.questions, plan.spec.methods, answer,
-                                   plan.spec.response_type)
+                                   plan.spec.response_type, on_done)
     write_json(target, {"key": key, "methods": methods_to_run(plan.spec.methods, plan.questions),
                         "results": [asdict(r) for r in results]})
     return results, False
@@ -162,6 +164,7 @@ def evaluation_key(planned: PlannedVariant, plan: ExperimentPlan, answer: bool) 
     payload = {"index": {name: entry.get("outputs") for name, entry in state.items()},
                "query": planned.config.section_fingerprint(QUERY_SECTIONS),
                "questions": questions_digest(plan.questions), "methods": plan.spec.methods, "answer": answer,
+               "version": __version__,
                "response_type": plan.spec.response_type}
     return hashlib.blake2b(json.dumps(payload, sort_keys=True, default=str).encode(), digest_size=12).hexdigest()
 
