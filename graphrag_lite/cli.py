@@ -11,7 +11,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
-from graphrag_lite.errors import GraphragLiteError, IndexIncomplete
+from graphrag_lite.errors import ConfigError, GraphragLiteError, IndexIncomplete
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Build a knowledge-graph index of a folder of documents and query it.")
@@ -326,19 +326,21 @@ def query_basic(
 
 
 def print_table(table: Any, title: str) -> None:
-    """A results table on the terminal: the columns worth a glance (see experiment/report.py)."""
+    """Results on the terminal: scores, then index figures, with the columns worth a glance (see
+    experiment/report.py). Numbers never wrap; long names fold."""
     from rich.table import Table
 
-    from graphrag_lite.experiment.report import TERMINAL, format_value, shown_columns
+    from graphrag_lite.experiment.report import format_value, terminal_tables
 
-    listing = Table(title=title)
-    columns = shown_columns(table, TERMINAL)
-    for column in columns:
-        names = column in ("variant", "method", "group")
-        listing.add_column(column.replace("_", " "), justify="left" if names else "right", no_wrap=names)
-    for _, row in table.iterrows():
-        listing.add_row(*(format_value(row[c]) for c in columns))
-    console.print(listing)
+    for part, rows in terminal_tables(table):
+        listing = Table(title=f"{title}: {part}", title_justify="left", padding=(0, 1))
+        for column in rows.columns:
+            names = column in ("variant", "method", "group", "index")
+            listing.add_column(str(column), justify="left" if names else "right", overflow="fold",
+                               no_wrap=not names)
+        for _, row in rows.iterrows():
+            listing.add_row(*(format_value(value) for value in row))
+        console.print(listing)
 
 
 ExperimentFile = Annotated[Path, typer.Argument(help="experiment file (YAML)")]
@@ -373,6 +375,11 @@ def print_experiment_estimate(file: Path) -> None:
 
     plan = plan_experiment(file)
     found = estimate_experiment(plan)
+    if not found.rows and not found.not_estimable:
+        console.print(f"{len(plan.variants)} variants, {len({p.index for p in plan.variants})} distinct indexes: no "
+                      "model calls (no stage calls a model as configured, and no answers are generated). The "
+                      "model-free stages ran; the real run reuses them.", highlight=False)
+        return
     listing = Table(title=f"Model calls experiment {file.name} would make (dry run: no model was called)")
     for column in ("what", "calls", "prompt tokens", "cost (est.)"):
         listing.add_column(column, justify="left" if column == "what" else "right")
@@ -400,7 +407,7 @@ def experiment_show(file: ExperimentFile, verbose: VerboseOption = False) -> Non
         spec = load_spec(file)
         assert spec.output is not None
         if not (spec.output / RESULTS).is_file():
-            raise GraphragLiteError(f"no results in {spec.output}; run `graphrag-lite experiment run {file}` first")
+            raise ConfigError(f"no results in {spec.output}; run `graphrag-lite experiment run {file}` first")
         print_table(pd.read_parquet(spec.output / RESULTS), f"Experiment {file.name}")
         console.print(f"Report: {spec.output / 'report.md'}", highlight=False)
 
@@ -413,8 +420,9 @@ def evaluate(
                                             "`question` and optional answers and gold evidence")],
     root: RootOption = Path("."), config: ConfigOption = None, set_: SetOption = None,
     methods: Annotated[str, typer.Option("--methods", help="query methods, comma-separated")] = "local,basic",
-    answers: Annotated[bool, typer.Option("--answers/--no-answers", help="generate answers and score them "
-                                          "(when the questions have answers)")] = True,
+    answers: Annotated[bool, typer.Option("--answers/--no-answers", help="also generate answers with each "
+                                          "method's chat model and score them (questions with answers); "
+                                          "default: retrieval scores only, no model call")] = False,
     response_type: ResponseTypeOption = "Single Sentence",
     as_json: Annotated[bool, typer.Option("--json", help="print per-method and per-question results as JSON")
                        ] = False,
@@ -433,21 +441,37 @@ def evaluate(
         chosen = [m.strip() for m in methods.split(",") if m.strip()]
         unknown = [m for m in chosen if m not in METHODS]
         if unknown or not chosen:
-            raise GraphragLiteError(f"--methods {methods}: choose from {', '.join(METHODS)}")
+            raise ConfigError(f"--methods {methods}: choose from {', '.join(METHODS)}")
         asked = load_questions(questions)
         rag = GraphRAG.from_config(root, config, set_ or [])
         results = asyncio.run(evaluate_index(rag, asked, chosen, answers, response_type))
         table = summary_table(results)
         if as_json:
-            console.print_json(json.dumps({"methods": table.to_dict("records"),
-                                           "questions": [asdict(r) for r in results]}, default=str))
+            data = {"methods": table.to_dict("records"), "questions": [asdict(r) for r in results]}
+            console.print_json(json.dumps(without_nan(data), default=str, allow_nan=False))
             return
-        print_table(table.rename(columns={"calls": "query_calls", "cost_usd": "query_cost_usd"}),
+        print_table(table.rename(columns={"calls": "query_calls", "cost_usd": "query_cost_usd",
+                                          "median_s": "query_median_s"}),
                     f"{questions.name}: {len(asked)} questions")
+        if "global" in chosen and not answers:
+            console.print("Global search has no evidence recall (its context is community reports); it is scored "
+                          "on answers only: add --answers.", highlight=False)
         if any(q.group for q in asked):
-            print_table(summary_table(results, ("method", "group")), "by group")
+            print_table(summary_table(results, ("method", "group")).rename(columns={"calls": "query_calls"}),
+                        "by group")
 
     _guarded(verbose, run)
+
+
+def without_nan(value: Any) -> Any:
+    """NaN (not measured) as JSON null: strict JSON readers reject NaN."""
+    if isinstance(value, float) and value != value:
+        return None
+    if isinstance(value, dict):
+        return {k: without_nan(v) for k, v in value.items()}
+    if isinstance(value, list):
+        return [without_nan(v) for v in value]
+    return value
 
 
 def main() -> None:

@@ -345,6 +345,8 @@ def parse_override(item: str) -> tuple[list[str], Any]:
 
 
 Overrides = typing.Iterable[str] | typing.Mapping[str, Any]
+# where overrides come from, for messages: one label ("--set"), or a label per dotted key
+OverrideSources = str | typing.Mapping[str, str]
 
 
 def override_items(overrides: Overrides) -> list[tuple[list[str], Any]]:
@@ -380,7 +382,8 @@ def find_config_file(root: Path, config: Path | None) -> Path:
 
 
 def load_config(root: Path = Path("."), config: Path | None = None, overrides: Overrides = (),
-                pipeline_settings: dict[str, Any] | None = None, overrides_from: str = "--set") -> GraphRagConfig:
+                pipeline_settings: dict[str, Any] | None = None, overrides_from: OverrideSources = "--set"
+                ) -> GraphRagConfig:
     """Read, substitute, override, validate and resolve a settings file. A pipeline's recommended settings
     apply over the file, and --set overrides over both."""
     path = find_config_file(root, config)
@@ -407,9 +410,9 @@ def load_config(root: Path = Path("."), config: Path | None = None, overrides: O
 
 
 def config_from_data(data: dict[str, Any], path: Path, overrides: Overrides = (),
-                     overrides_from: str = "--set") -> GraphRagConfig:
+                     overrides_from: OverrideSources = "--set") -> GraphRagConfig:
     """Validate settings data under `overrides`; an invalid override is blamed on `overrides_from` (the
-    command line, or the experiment variant that set it), anything else on the file."""
+    command line; or, by dotted key, the part of an experiment file that set it), anything else on the file."""
     # Models the file does not define keep their defaults, so a settings file (or --set) may name only
     # what it changes, e.g. models.default_chat_model.concurrency.
     user_models = data.get("models") or {}
@@ -458,14 +461,16 @@ def check_model_references(cfg: GraphRagConfig, source: str) -> None:
 
 
 def describe_validation_error(err: ValidationError, file: str, overridden: typing.Collection[str] = (),
-                              overrides_from: str = "--set") -> str:
+                              overrides_from: OverrideSources = "--set") -> str:
     """One line per problem: where it comes from (the file, or the override that set the key), the dotted
     key, what was given, what is expected, and a suggestion for typos."""
     lines = []
     for problem in err.errors():
         loc = [str(part) for part in problem["loc"]]
         key = ".".join(loc)
-        source = overrides_from if _set_by(key, overridden) else file
+        setter = _set_by(key, overridden)
+        source = file if setter is None else overrides_from if isinstance(overrides_from, str) else \
+            overrides_from.get(setter, file)
         if problem["type"] == "extra_forbidden":
             valid = _field_names_at(GraphRagConfig, loc[:-1])
             lines.append(f"{source}: unknown key '{key}'{_suggest(loc[-1], valid, prefix=loc[:-1])}")
@@ -476,9 +481,9 @@ def describe_validation_error(err: ValidationError, file: str, overridden: typin
     return "\n".join(lines)
 
 
-def _set_by(key: str, overridden: typing.Collection[str]) -> bool:
-    """Whether an override set this key, or a section that holds it, or a key inside it."""
-    return any(key == o or key.startswith(o + ".") or o.startswith(key + ".") for o in overridden)
+def _set_by(key: str, overridden: typing.Collection[str]) -> str | None:
+    """The override that set this key, or a section that holds it, or a key inside it; None if none did."""
+    return next((o for o in overridden if key == o or key.startswith(o + ".") or o.startswith(key + ".")), None)
 
 
 def _suggest(name: str, valid: typing.Iterable[str], prefix: list[str] | None = None) -> str:

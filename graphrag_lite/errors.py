@@ -21,6 +21,12 @@ class PipelineError(GraphragLiteError):
     """A pipeline file or a stage cannot run as asked."""
 
 
+class PipelineFileError(PipelineError):
+    """A pipeline name or file that is wrong (a configuration error)."""
+
+    exit_code = 2
+
+
 class UnknownStage(PipelineError):
     """A command names a stage the pipeline does not have (a usage error)."""
 

@@ -28,8 +28,8 @@ from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from graphrag_lite import __version__
-from graphrag_lite.config import GraphRagConfig, Overrides
-from graphrag_lite.errors import ConfigError, IndexIncomplete, PipelineError, UnknownStage
+from graphrag_lite.config import GraphRagConfig, Overrides, OverrideSources
+from graphrag_lite.errors import ConfigError, IndexIncomplete, PipelineError, PipelineFileError, UnknownStage
 from graphrag_lite.llm.ledger import BudgetExceeded, read_spend, write_spend
 from graphrag_lite.resources import data_dir
 from graphrag_lite.storage import OutputLock, OutputStore, read_json, write_json
@@ -122,29 +122,29 @@ def load_pipeline(name_or_path: str, registry: dict[str, Stage], root: Path | No
     try:
         data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
     except yaml.YAMLError as err:
-        raise PipelineError(f"{path}: not valid YAML: {err}") from err
+        raise PipelineFileError(f"{path}: not valid YAML: {err}") from err
     names = data.get("stages")
     if not isinstance(names, list) or not names:
-        raise PipelineError(f"{path}: expected a non-empty list under `stages:`")
+        raise PipelineFileError(f"{path}: expected a non-empty list under `stages:`")
     stages = []
     written: set[str] = set()
     for name in names:
         if name not in registry:
             close = difflib.get_close_matches(str(name), list(registry), n=1)
             hint = f"; did you mean '{close[0]}'?" if close else f"; known stages: {', '.join(registry)}"
-            raise PipelineError(f"{path}: unknown stage '{name}'{hint}")
+            raise PipelineFileError(f"{path}: unknown stage '{name}'{hint}")
         stage = registry[name]
         missing = [t for t in stage.reads if t not in written]
         if missing:
-            raise PipelineError(f"{path}: stage '{name}' reads {missing}, which no earlier stage writes")
+            raise PipelineFileError(f"{path}: stage '{name}' reads {missing}, which no earlier stage writes")
         twice = [t for t in stage.writes if t in written]
         if twice:
-            raise PipelineError(f"{path}: stage '{name}' writes {twice}, already written by an earlier stage")
+            raise PipelineFileError(f"{path}: stage '{name}' writes {twice}, already written by an earlier stage")
         written.update(stage.writes)
         stages.append(stage)
     settings = data.get("settings") or {}
     if not isinstance(settings, dict):
-        raise PipelineError(f"{path}: `settings:` must be a mapping of sections")
+        raise PipelineFileError(f"{path}: `settings:` must be a mapping of sections")
     return Pipeline(name=path.stem, description=str(data.get("description", "")), stages=stages, settings=settings)
 
 
@@ -152,7 +152,7 @@ QUERY_SECTIONS = ("local_search", "global_search", "basic_search")
 
 
 def configure(root: Path, config_file: Path | None = None, overrides: Overrides = (), method: str | None = None,
-              overrides_from: str = "--set") -> tuple[GraphRagConfig, Pipeline]:
+              overrides_from: OverrideSources = "--set") -> tuple[GraphRagConfig, Pipeline]:
     """The settings and the pipeline of an index run: the settings file, under the settings the pipeline
     recommends (`method`, else the file's `pipeline`), under `overrides`."""
     from graphrag_lite.config import load_config
@@ -188,14 +188,14 @@ def _pipeline_path(name_or_path: str, root: Path | None) -> Path:
         path = candidate if candidate.is_absolute() or root is None else root / candidate
         if path.is_file():
             return path
-        raise PipelineError(f"pipeline file {path} not found")
+        raise PipelineFileError(f"pipeline file {path} not found")
     path = data_dir("pipelines") / f"{name_or_path}.yaml"
     if path.is_file():
         return path
     known = available_pipelines()
     close = difflib.get_close_matches(name_or_path, known, n=1)
     hint = f"did you mean '{close[0]}'? " if close else ""
-    raise PipelineError(f"unknown pipeline '{name_or_path}'; {hint}available: {', '.join(known)}")
+    raise PipelineFileError(f"unknown pipeline '{name_or_path}'; {hint}available: {', '.join(known)}")
 
 
 # ---------------------------------------------------------------- dry run
@@ -211,9 +211,9 @@ def dry_run(config: GraphRagConfig, pipeline: Pipeline, console: Console) -> dic
     for stage in pipeline.stages:
         if set(stage.reads) & pending:
             pending.update(stage.writes)
-            if stage.uses_model:
+            if needs_model(stage, config):
                 estimates[stage.name] = {"note": "depends on the answers of earlier model stages: not estimable"}
-        elif stage.uses_model:
+        elif needs_model(stage, config):
             pending.update(stage.writes)
             estimates[stage.name] = None
         else:
@@ -230,6 +230,18 @@ def dry_run(config: GraphRagConfig, pipeline: Pipeline, console: Console) -> dic
             estimates[stage.name] = found.as_dict(config) if found else {"note": "makes no model calls as configured"}
     write_json(store.base_dir / "dry_run.json", estimates)
     return estimates
+
+
+def needs_model(stage: Stage, config: GraphRagConfig) -> bool:
+    """Whether the stage calls a model as configured: not when its own section (the first it reads) is
+    disabled or names no model (extract_claims.enabled: false, embed_text.model_id: null)."""
+    if not stage.uses_model or not stage.config_sections:
+        return stage.uses_model
+    own = getattr(config, stage.config_sections[0])
+    if getattr(own, "enabled", True) is False:
+        return False
+    ids = [getattr(own, key) for key in ("model_id", "chat_model_id", "embedding_model_id") if hasattr(own, key)]
+    return not ids or any(model_id is not None for model_id in ids)
 
 
 # ---------------------------------------------------------------- running

@@ -103,7 +103,9 @@ def test_eval_scores_an_index_against_basic_search_packed_to_the_same_budget(tmp
     (tmp_path / "q.jsonl").write_text("".join(json.dumps(q) + "\n" for q in questions))
     shown = cli("eval", "--root", root, "--questions", tmp_path / "q.jsonl", "--methods", "local,global")
     assert shown.exit_code == 0 and "basic_packed" in shown.output and "by group" in shown.output
-    data = json.loads(cli("eval", "--root", root, "--questions", tmp_path / "q.jsonl", "--json").output)
+    strict = {"parse_constant": lambda name: pytest.fail(f"{name} is not JSON")}
+    data = json.loads(cli("eval", "--root", root, "--questions", tmp_path / "q.jsonl", "--json", "--answers").output,
+                      **strict)
     by_method = {m["method"]: m for m in data["methods"]}
     assert set(by_method) == {"local", "basic", "basic_packed"}
     assert by_method["basic_packed"]["recall"] == 0.5 and by_method["basic_packed"]["all_gold"] == 0.5

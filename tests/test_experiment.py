@@ -35,6 +35,7 @@ variants:
   b: {community_reports.max_length: 300}
 questions: questions.jsonl
 methods: [local, basic]
+answers: true
 """
 
 

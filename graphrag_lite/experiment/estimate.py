@@ -57,7 +57,7 @@ def estimate_experiment(plan: ExperimentPlan) -> ExperimentEstimate:
                                   "prompt_tokens": 0 if shared else found["prompt_tokens"] +
                                   found["up_to_extra_prompt_tokens"],
                                   "cost_usd": 0.0 if shared else found["estimated_cost_usd"]})
-    answering = plan.spec.answers and (any(q.answers for q in plan.questions) or plan.spec.judge is not None)
+    answering = (plan.spec.answers and any(q.answers for q in plan.questions)) or plan.spec.judge is not None
     for planned in plan.variants if answering else []:
         estimate.rows += _query_rows(planned, plan)
     if plan.spec.judge and answering:

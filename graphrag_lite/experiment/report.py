@@ -8,8 +8,10 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any
 
 import pandas as pd
+import yaml
 
 from graphrag_lite.evaluation.evaluate import PACKED
+from graphrag_lite.experiment.spec import flatten
 
 if TYPE_CHECKING:
     from graphrag_lite.experiment.runner import ExperimentPlan
@@ -17,10 +19,31 @@ if TYPE_CHECKING:
 SHOWN = ["variant", "method", "group", "questions", "all_gold", "recall", "exact_match", "token_f1", "contains",
          "win_overall", "query_calls", "query_cost_usd", "index_calls", "index_cost_usd", "index_wall_s", "entities",
          "relationships", "communities", "modularity", "integrity_problems", "stages_run"]
-# the terminal is narrower than a report: what tells the variants apart first
-TERMINAL = ["variant", "method", "group", "questions", "all_gold", "recall", "exact_match", "token_f1", "contains",
-            "win_overall", "query_calls", "query_cost_usd", "index_cost_usd", "index_wall_s", "entities",
-            "communities", "modularity", "stages_run"]
+# The terminal is narrower than a report: scores per variant and method, then indexes per variant, with
+# short headers; a cost or count column that is zero everywhere is left out.
+TERMINAL_SCORES = ["variant", "method", "group", "all_gold", "recall", "exact_match", "token_f1", "contains",
+                   "win_overall", "query_calls", "query_cost_usd", "query_median_s"]
+TERMINAL_INDEXES = ["variant", "index_calls", "index_cost_usd", "index_wall_s", "entities",
+                    "relationships", "communities", "modularity", "integrity_problems", "stages_run"]
+HEADERS = {"all_gold": "all-gold", "exact_match": "EM", "token_f1": "F1", "win_overall": "win", "query_calls": "calls",
+           "query_cost_usd": "cost $", "query_median_s": "median s", "index_calls": "calls", "index_cost_usd": "cost $",
+           "index_wall_s": "time s", "relationships": "rels", "communities": "comms", "modularity": "modul.",
+           "integrity_problems": "problems", "stages_run": "ran"}
+OPTIONAL = ("query_calls", "query_cost_usd", "index_calls", "index_cost_usd", "integrity_problems")
+
+
+def terminal_tables(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
+    """(title, table) pairs for the terminal: the scores, and one row per index figure set."""
+    tables = []
+    parts = [("scores", TERMINAL_SCORES, table)]
+    if "variant" in table:
+        parts.append(("indexes", TERMINAL_INDEXES, table.drop_duplicates("variant")))
+    for title, wanted, rows in parts:
+        columns = [c for c in shown_columns(rows, wanted)
+                   if c not in OPTIONAL or (rows[c].fillna(1) != 0).any()]
+        if len(columns) > 1:
+            tables.append((title, rows[columns].rename(columns=HEADERS)))
+    return tables
 QUALITY = ("recall", "token_f1", "contains", "win_overall")  # the first one measured is plotted
 
 
@@ -29,8 +52,8 @@ def shown_columns(table: pd.DataFrame, wanted: list[str] = SHOWN) -> list[str]:
     return [c for c in wanted if c in table and table[c].notna().any()]
 
 
-def markdown_table(table: pd.DataFrame) -> str:
-    columns = shown_columns(table)
+def markdown_table(table: pd.DataFrame, columns: list[str] | None = None) -> str:
+    columns = columns or shown_columns(table)
     lines = ["| " + " | ".join(columns) + " |", "|" + "---|" * len(columns)]
     lines += ["| " + " | ".join(format_value(row[c]) for c in columns) + " |" for _, row in table.iterrows()]
     return "\n".join(lines)
@@ -42,7 +65,12 @@ def format_value(value: Any) -> str:
     return str(value)
 
 
-def write_report(plan: ExperimentPlan, table: pd.DataFrame) -> Path:
+def yaml_text(value: Any) -> str:
+    """A setting's value as it is written in YAML (null, true, [1, 2])."""
+    return yaml.safe_dump(value, default_flow_style=True).strip().removesuffix("...").strip()
+
+
+def write_report(plan: ExperimentPlan, table: pd.DataFrame, groups: pd.DataFrame | None = None) -> Path:
     packed = " (+ basic search packed to local search's budget, the fair baseline)" \
         if "method" in table and PACKED in set(table["method"]) else ""
     lines = [f"# Experiment {plan.path.name}", "", f"Project: `{plan.spec.project}`. "
@@ -51,13 +79,20 @@ def write_report(plan: ExperimentPlan, table: pd.DataFrame) -> Path:
              "", "## Results", "", markdown_table(table), "",
              "all_gold: share of questions with every gold item in the context; recall: mean share of gold items "
              "found. index_* figures are what building the index costs from scratch (cached answers counted at "
-             "the price first paid); a cost is empty when a model is not in LiteLLM's price map. Full table: "
-             "results.csv / results.parquet.", "", "## What each variant sets", ""]
-    lines += [f"- **{p.variant.name}** (index `{p.index}`): " + (", ".join(f"`{k}={v}`" for k, v in
+             "the price first paid); a cost is empty when a model is not in LiteLLM's price map; index_wall_s is "
+             "the stages' own time (the first index built in a process also pays about 1 s of LanceDB start-up). "
+             "stages_run: stages that ran in this invocation. Full table: results.csv / results.parquet.", "", "## What each variant sets", ""]
+    lines += [f"- **{p.variant.name}** (index `{p.index}`): " + (", ".join(f"`{k}={yaml_text(v)}`" for k, v in
                                                                       p.variant.own.items()) or "the base settings")
               for p in plan.variants]
     if plan.spec.base:
-        lines += ["", "Every variant also sets: " + ", ".join(f"`{k}={v}`" for k, v in plan.spec.base.items())]
+        lines += ["", "Every variant also sets: " + ", ".join(f"`{k}={yaml_text(v)}`" for k, v in
+                                                             flatten(plan.spec.base, plan.path, "base").items())]
+    if groups is not None and len(groups):
+        lines += ["", "## All-gold by question group", "", markdown_table(groups, list(groups.columns))]
+    if "global" in plan.spec.methods:
+        lines += ["", "Global search has no evidence recall (its context is community reports, not text units); "
+                  "it is scored on answers only (`answers: true`)."]
     lines += ["", "## Plots", "", *write_plots(table, plan.output)]
     target = plan.output / "report.md"
     target.write_text("\n".join(lines) + "\n", encoding="utf-8")
@@ -83,22 +118,32 @@ def write_plots(table: pd.DataFrame, folder: Path) -> list[str]:
 
 
 def _cost_plot(plt: Any, table: pd.DataFrame, quality: str, target: Path) -> Path:
+    """Quality against cost, a marker per method; points are numbered by variant (the key is beside the
+    plot) and points that coincide share one label, so nothing is written over anything else."""
     costs = table["index_cost_usd"].fillna(0)
     if "query_cost_usd" in table:
         costs = costs + table["query_cost_usd"].fillna(0)
     x, label = (costs, "cost, USD (index from scratch + queries)") if costs.max() > 0 else \
         (table["index_wall_s"], "indexing time, s (no model cost)")
-    figure, axes = plt.subplots(figsize=(7, 4.5))
-    for method, part in table[table[quality].notna()].groupby("method", sort=False):
-        axes.scatter(x[part.index], part[quality], label=method)
-        for i in part.index:
-            axes.annotate(str(table.at[i, "variant"]), (x[i], part.at[i, quality]), fontsize=7,
-                          textcoords="offset points", xytext=(3, 3))
+    numbers = {name: i for i, name in enumerate(dict.fromkeys(table["variant"]), start=1)}
+    figure, axes = plt.subplots(figsize=(8.5, 4.5))
+    labels: dict[tuple[float, float], list[str]] = {}
+    for (method, part), marker in zip(table[table[quality].notna()].groupby("method", sort=False), "os^Dv<>",
+                                      strict=False):
+        axes.scatter(x[part.index], part[quality], label=method, marker=marker, alpha=0.7)
+        for px, py, name in zip(x[part.index], part[quality], part["variant"], strict=True):
+            labels.setdefault((round(float(px), 6), float(py)), []).append(str(numbers[name]))
+    for (px, py), names in labels.items():
+        axes.annotate(",".join(dict.fromkeys(names)), (px, py), fontsize=7, textcoords="offset points",
+                      xytext=(4, 4))
     axes.set_xlabel(label)
     axes.set_ylabel(quality)
-    axes.set_title(f"{quality} against cost, by variant and method")
-    axes.legend(fontsize=8)
-    figure.tight_layout()
+    axes.set_title(f"{quality} against cost")
+    axes.legend(fontsize=8, loc="best")
+    axes.margins(x=0.12, y=0.12)
+    key = "\n".join(f"{n}: {name}" for name, n in numbers.items())
+    figure.text(0.74, 0.5, key, fontsize=7, va="center", ha="left", family="monospace")
+    figure.tight_layout(rect=(0, 0, 0.72, 1))
     figure.savefig(target, dpi=110)
     plt.close(figure)
     return target
@@ -108,7 +153,9 @@ def _recall_plot(plt: Any, table: pd.DataFrame, target: Path) -> Path:
     scored = table[table["recall"].notna()]
     wide = scored.pivot_table(index="variant", columns="method", values="recall", sort=False)
     figure, axes = plt.subplots(figsize=(max(6, 1.2 * len(wide)), 4.5))
-    wide.plot.bar(ax=axes, rot=20)
+    wide.plot.bar(ax=axes, rot=25)
+    plt.setp(axes.get_xticklabels(), ha="right", rotation_mode="anchor")
+    axes.legend(fontsize=8, loc="upper left", bbox_to_anchor=(1.01, 1))
     axes.set_ylabel("evidence recall")
     axes.set_ylim(0, 1)
     axes.set_title("Recall of gold evidence by variant and method")

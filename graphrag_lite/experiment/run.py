@@ -15,7 +15,7 @@ import pandas as pd
 from rich.console import Console
 from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
-from graphrag_lite.evaluation.evaluate import QuestionResult, methods_to_run
+from graphrag_lite.evaluation.evaluate import QuestionResult, methods_to_run, summary_table
 from graphrag_lite.evaluation.judge import judge_pair
 from graphrag_lite.experiment.report import write_report
 from graphrag_lite.experiment.results import differs_text, ordered, variant_rows
@@ -39,11 +39,12 @@ def run_experiment(path: str | Path, console: Console | None = None) -> pd.DataF
     folder as results.parquet, results.csv and report.md."""
     console = console or Console(quiet=True)
     plan = plan_experiment(Path(path))
+    import graphrag_lite.vector_store  # noqa: F401 - LanceDB's import (1-2 s) is not the first index's time
     plan.output.mkdir(parents=True, exist_ok=True)
     write_json(plan.output / "experiment.json", {
         "file": str(plan.path), "variants": {p.variant.name: {"index": p.index, "overrides": p.variant.overrides}
                                              for p in plan.variants}})
-    answer = plan.spec.answers and (any(q.answers for q in plan.questions) or plan.spec.judge is not None)
+    answer = (plan.spec.answers and any(q.answers for q in plan.questions)) or plan.spec.judge is not None
     runs: dict[str, VariantRun] = {}
     evaluations: dict[str, list[QuestionResult]] = {}
     spent = 0.0
@@ -144,8 +145,21 @@ def _write_results(plan: ExperimentPlan, runs: dict[str, Any], evaluations: dict
     table = ordered(pd.DataFrame(rows))
     table.to_parquet(plan.output / RESULTS, index=False)
     table.to_csv(plan.output / "results.csv", index=False)
-    table.attrs["report"] = str(write_report(plan, table))
+    groups = group_table(evaluations) if any(q.group for q in plan.questions) else None
+    if groups is not None:
+        groups.to_csv(plan.output / "results_by_group.csv", index=False)
+    table.attrs["report"] = str(write_report(plan, table, groups))
     return table
+
+
+def group_table(evaluations: dict[str, list[QuestionResult]]) -> pd.DataFrame:
+    """All-gold per variant and method (rows) and question group (columns)."""
+    parts = [summary_table(results, ("method", "group")).assign(variant=name)
+             for name, results in evaluations.items() if results]
+    if not parts:
+        return pd.DataFrame()
+    wide = pd.concat(parts).pivot_table(index=["variant", "method"], columns="group", values="all_gold", sort=False)
+    return wide.reset_index()
 
 
 def _rows(planned: PlannedVariant, run: VariantRun, evaluations: dict[str, list[QuestionResult]],

@@ -22,8 +22,8 @@ from pathlib import Path
 from rich.console import Console
 
 from graphrag_lite import __version__
-from graphrag_lite.config import GraphRagConfig
-from graphrag_lite.errors import ConfigError
+from graphrag_lite.config import CONFIG_FILENAMES, GraphRagConfig
+from graphrag_lite.errors import ConfigError, PipelineFileError
 from graphrag_lite.evaluation.evaluate import QuestionResult, evaluate_index, methods_to_run
 from graphrag_lite.evaluation.questions import Question, load_questions, questions_digest
 from graphrag_lite.experiment.spec import ExperimentSpec, Variant, expand_variants, load_spec
@@ -70,17 +70,25 @@ def plan_experiment(path: Path) -> ExperimentPlan:
     if spec.judge and spec.judge.baseline not in {v.name for v in variants}:
         raise ConfigError(f"{path}: judge.baseline '{spec.judge.baseline}' is not a variant; variants: "
                           f"{', '.join(v.name for v in variants)}")
+    if spec.settings is None and not any((spec.project / name).is_file() for name in CONFIG_FILENAMES):
+        raise ConfigError(f"{path}: project: no settings.yaml in {spec.project}; set `project:` to the folder that "
+                          "holds settings.yaml (relative to this file), or `settings:` to the settings file")
     planned = [_plan_variant(spec, path, v) for v in variants]
     if spec.judge and spec.judge.model_id not in planned[0].config.models:
         raise ConfigError(f"{path}: judge.model_id '{spec.judge.model_id}' is not a model of the project's settings "
                           f"({', '.join(planned[0].config.models)})")
+    if spec.questions and not spec.questions.is_file():
+        raise ConfigError(f"{path}: questions: {spec.questions} not found (a path relative to this file)")
     questions = load_questions(spec.questions) if spec.questions else []
     return ExperimentPlan(path, spec, planned, questions)
 
 
 def _plan_variant(spec: ExperimentSpec, path: Path, variant: Variant) -> PlannedVariant:
-    config, pipeline = configure(spec.project, spec.settings, variant.overrides,
-                                 overrides_from=f"{path}, variant '{variant.name}'")
+    try:
+        config, pipeline = configure(spec.project, spec.settings, variant.overrides, overrides_from=variant.sources)
+    except PipelineFileError as err:
+        where = variant.sources.get("pipeline", f"{path}, variant '{variant.name}'")
+        raise PipelineFileError(f"{where}: {err}") from None
     index = f"{pipeline.name}-{index_digest(config, pipeline)}"
     folder = (spec.output or path.parent) / "indexes" / index
     config.output.base_dir = folder

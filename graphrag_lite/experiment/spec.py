@@ -11,6 +11,7 @@ and an optional judge. Validated like settings.yaml: unknown keys are named with
       extract_graph_nlp.min_count: [1, 2]
     questions: questions.jsonl   # optional; see graphrag_lite/evaluation/questions.py
     methods: [local, basic]      # query methods evaluated (basic search packed to local's budget is added)
+    answers: false               # true: generate answers with the chat model and score them
     judge: {baseline: chunks-200, methods: [local]}
     budget: {max_cost_usd: 5}    # for the whole experiment
 """
@@ -64,7 +65,8 @@ class ExperimentSpec(_Strict):
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     questions: Path | None = None
     methods: list[Method] = Field(default_factory=lambda: list[Method](["local", "basic"]))
-    answers: bool = Field(True, description="generate answers and score them when the questions have answers")
+    answers: bool = Field(False, description="generate answers with each method's chat model and score them "
+                          "(questions with answers); a judge needs them too. Off: retrieval scores only, no model")
     response_type: str = "Single Sentence"
     judge: JudgeSpec | None = None
     budget: BudgetSpec = Field(default_factory=BudgetSpec)
@@ -82,6 +84,7 @@ class Variant:
     name: str
     overrides: dict[str, Any]  # dotted key -> value: base, then the variant's own
     own: dict[str, Any]  # the variant's own overrides (what sets it apart)
+    sources: dict[str, str]  # dotted key -> where the file sets it, for messages
 
 
 def load_spec(path: Path) -> ExperimentSpec:
@@ -112,6 +115,7 @@ def expand_variants(spec: ExperimentSpec, path: Path) -> list[Variant]:
     base = flatten(spec.base, path, "base")
     own: dict[str, dict[str, Any]] = {name: flatten(values or {}, path, f"variant '{name}'")
                                       for name, values in spec.variants.items()}
+    named = set(own)
     for key, values in spec.grid.items():
         if not values:
             raise ConfigError(f"{path}: grid entry '{key}' has no values; give a list of at least one value")
@@ -130,7 +134,10 @@ def expand_variants(spec: ExperimentSpec, path: Path) -> list[Variant]:
             if key in RESERVED:
                 raise ConfigError(f"{path}: {name}: '{key}' is set by the experiment (each index gets its own "
                                   "folder under the experiment's output); remove it")
-    return [Variant(name, {**base, **settings}, settings) for name, settings in own.items()]
+    return [Variant(name, {**base, **settings}, settings, {
+        **{key: f"{path}: base" for key in base},
+        **{key: f"{path}, variant '{name}'" if name in named else f"{path}: grid entry '{key}'" for key in settings}})
+        for name, settings in own.items()]
 
 
 def flatten(values: dict[str, Any], path: Path, where: str, prefix: str = "") -> dict[str, Any]:
