@@ -81,7 +81,8 @@ def write_report(plan: ExperimentPlan, table: pd.DataFrame, groups: pd.DataFrame
              "found. index_* figures are what building the index costs from scratch (cached answers counted at "
              "the price first paid); a cost is empty when a model is not in LiteLLM's price map; index_wall_s is "
              "the stages' own time (the first index built in a process also pays about 1 s of LanceDB start-up). "
-             "stages_run: stages that ran in this invocation. Full table: results.csv / results.parquet.", "", "## What each variant sets", ""]
+             "stages_run: stages that ran in this invocation. Full table: results.csv / results.parquet.", "",
+             "## What each variant sets", ""]
     lines += [f"- **{p.variant.name}** (index `{p.index}`): " + (", ".join(f"`{k}={yaml_text(v)}`" for k, v in
                                                                       p.variant.own.items()) or "the base settings")
               for p in plan.variants]
