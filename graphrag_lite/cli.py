@@ -357,14 +357,29 @@ def experiment_run(
     write results.csv, results.parquet and report.md to the experiment's output folder."""
     from graphrag_lite.experiment.run import run_experiment
 
-    def run() -> None:
+    def run() -> int:
         if dry_run:
-            return print_experiment_estimate(file)
+            print_experiment_estimate(file)
+            return 0
         table = run_experiment(file, console)
         print_table(table, f"Experiment {file.name}")
         console.print(f"Report: {table.attrs.get('report', '')}", highlight=False)
+        return report_failures(table)
 
-    _guarded(verbose, run)
+    raise typer.Exit(_guarded(verbose, run))
+
+
+def report_failures(table: Any) -> int:
+    """Exit code 4 when an index finished with failed items or a question got no answer: named, not hidden."""
+    indexes = sorted(set(table.loc[table["index_status"].astype(str).str.contains("failures"), "variant"]))
+    failed = table.get("query_failures")
+    queries = sorted(set(table.loc[failed > 0, "variant"])) if failed is not None else []
+    for what, names in (("indexes finished with failed items (their stats.json lists them) and are scored as they "
+                         "are", indexes), ("questions got no answer (results.csv: query_failures)", queries)):
+        if names:
+            errors.print(f"[red]error:[/red] {', '.join(names)}: {what}; run the same command to retry only what "
+                         f"failed (exit code {IndexIncomplete.exit_code})", highlight=False)
+    return IndexIncomplete.exit_code if indexes or queries else 0
 
 
 def print_experiment_estimate(file: Path) -> None:
@@ -437,7 +452,7 @@ def evaluate(
     from graphrag_lite.evaluation.questions import load_questions
     from graphrag_lite.query.engine import GraphRAG
 
-    def run() -> None:
+    def run() -> int:
         chosen = [m.strip() for m in methods.split(",") if m.strip()]
         unknown = [m for m in chosen if m not in METHODS]
         if unknown or not chosen:
@@ -449,7 +464,7 @@ def evaluate(
         if as_json:
             data = {"methods": table.to_dict("records"), "questions": [asdict(r) for r in results]}
             console.print_json(json.dumps(without_nan(data), default=str, allow_nan=False))
-            return
+            return _failed_questions(results)
         print_table(table.rename(columns={"calls": "query_calls", "cost_usd": "query_cost_usd",
                                           "median_s": "query_median_s"}),
                     f"{questions.name}: {len(asked)} questions")
@@ -459,8 +474,19 @@ def evaluate(
         if any(q.group for q in asked):
             print_table(summary_table(results, ("method", "group")).rename(columns={"calls": "query_calls"}),
                         "by group")
+        return _failed_questions(results)
 
-    _guarded(verbose, run)
+    raise typer.Exit(_guarded(verbose, run))
+
+
+def _failed_questions(results: Any) -> int:
+    failed = [r for r in results if r.failed]
+    if not failed:
+        return 0
+    errors.print(f"[red]error:[/red] {len(failed)} questions got no usable answer ({failed[0].method}, "
+                 f"{failed[0].question_id}: {failed[0].problems[0][:200]}); --json lists them all (exit code "
+                 f"{IndexIncomplete.exit_code})", highlight=False)
+    return IndexIncomplete.exit_code
 
 
 def without_nan(value: Any) -> Any:

@@ -41,8 +41,9 @@ def test_missing_project_is_explained(tmp_path, cli):
 
 
 def test_unknown_method_is_explained(project, cli):
+    """A wrong pipeline name is a configuration error (exit code 2), with the closest name."""
     result = cli("index", "--root", project, "--method", "fats")
-    assert result.exit_code == 1 and "did you mean 'fast'" in result.output
+    assert result.exit_code == 2 and "did you mean 'fast'" in result.output
 
 
 @pytest.mark.parametrize("command", [[], ["init"], ["index"], ["query"], ["show"], ["export", "graphml"]])

@@ -110,8 +110,8 @@ def test_pairwise_judging_runs_both_orders_and_a_position_biased_judge_wins_noth
             first == (1 if j["order"] == "variant first" else 2)))
     assert 0 <= table.loc[("b", "local"), "win_overall"] <= 1
     biased = {"comprehensiveness": {"winner": 1, "reason": "first"}, "directness": {"winner": "Answer 1"}}
+    shutil.rmtree(tmp_path / "project" / "cache")  # the first judge's verdicts are cached: ask the new one
     with scripted({"judge": "```json\n" + json.dumps(biased) + "\n```"}):
-        (tmp_path / "results" / "judgments.jsonl").unlink()
         table = run_experiment(tmp_path / "experiment.yaml").set_index(["variant", "method"])
     assert table.loc[("b", "local"), "win_overall"] == 0.5 and table.loc[("a-k5", "local"), "win_comprehensiveness"] \
         == 0.5
@@ -192,3 +192,58 @@ def test_build_index_takes_a_project_folder_or_a_config_with_overrides(tmp_path)
     assert again.status == "unchanged"
     with pytest.raises(ConfigError, match="chunking"):
         build_index(root, {"chunking.size": "big"}, method="fast")
+
+
+def test_a_judge_answers_questions_without_gold_answers_and_a_reply_it_cannot_use_is_counted(tmp_path):
+    questions = [{k: v for k, v in q.items() if k != "answer"} for q in QUESTIONS]
+    text = EXPERIMENT.replace("answers: true\n", "") + "judge: {baseline: a, criteria: [Accuracy]}\n"
+    path = make_experiment(tmp_path, text, questions)
+    with scripted({"judge": '{"accuracy": {"winner": 1.0, "reason": "x"}}'}):
+        table = run_experiment(path).set_index(["variant", "method"])
+    assert table.loc[("b", "local"), "win_Accuracy"] == 0.5 and table.loc[("b", "local"), "judge_failures"] == 0
+    shutil.rmtree(tmp_path / "project" / "cache")  # the first judge's verdicts are cached: ask the new one
+    with scripted({"judge": "I am sorry, I cannot compare these answers."}):
+        table = run_experiment(path).set_index(["variant", "method"])
+    assert table.loc[("b", "local"), "judge_failures"] == len(QUESTIONS)
+    errors = [json.loads(line) for line in (tmp_path / "results" / "judgments.jsonl").read_text().splitlines()]
+    assert len(errors) == 2 * len(QUESTIONS) and all("error" in e for e in errors)
+
+
+def test_an_evaluation_is_redone_when_only_the_vector_store_of_its_index_changed(tmp_path):
+    path = make_experiment(tmp_path, "project: project\noutput: results\nvariants:\n  x: {}\n"
+                                     "questions: questions.jsonl\n")
+    run_experiment(path)
+    stored = tmp_path / "results" / "variants" / "x" / "evaluation.json"
+    before = read_json(stored)
+    path.write_text(path.read_text().replace("x: {}", "x: {embed_text.model_id: null}"))
+    run_experiment(path)
+    after = read_json(stored)
+    assert after["key"] != before["key"]
+    calls = {r["method"]: r["calls"] for r in after["results"] if r["question_id"] == "chess"}
+    assert calls["local"] == 0  # no vectors now: the question is not embedded
+
+
+def test_a_shared_index_with_failed_items_is_built_once_per_run_and_the_exit_code_says_so(tmp_path, cli):
+    path = make_experiment(tmp_path)
+    settings = tmp_path / "project" / "settings.yaml"
+    settings.write_text(settings.read_text().replace("model: fake/default", "model: fake/default?server_error=0.3")
+                        .replace("max_retry_wait: 0.01", "max_retry_wait: 0.01\n    max_retries: 0")
+                        + "extract_graph:\n  max_failed_share: 1.0\n")
+    done = cli("experiment", "run", path)
+    table = pd.read_csv(tmp_path / "results" / "results.csv").set_index(["variant", "method"])
+    assert done.exit_code == 4 and "finished with failed items" in done.output
+    assert "failures" in table.loc[("a", "local"), "index_status"]
+    assert table.loc[("a-k5", "local"), "stages_run"] == 0  # scored on the very tables a was scored on
+    assert table.loc[("a", "local"), "entities"] == table.loc[("a-k5", "local"), "entities"]
+
+
+def test_the_projects_own_budget_still_applies_inside_an_experiment(tmp_path, cli):
+    path = make_experiment(tmp_path, EXPERIMENT.replace("variants:", "base: {budget.max_cost_usd: 0.0001}\nvariants:"))
+    assert cli("experiment", "run", path).exit_code == 3
+
+
+def test_text_unit_gold_is_refused_when_variants_chunk_differently(tmp_path):
+    questions = [{"question": "Who won?", "evidence_text_units": ["3"]}]
+    text = "project: project\nvariants:\n  a: {}\n  b: {chunking.size: 100}\nquestions: questions.jsonl\n"
+    with pytest.raises(ConfigError, match="evidence_text_units name text units of one index"):
+        run_experiment(make_experiment(tmp_path, text, questions))

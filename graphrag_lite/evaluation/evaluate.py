@@ -9,6 +9,7 @@ compared with a baseline that was given less text.
 
 from __future__ import annotations
 
+import contextlib
 import math
 import statistics
 import time
@@ -20,6 +21,7 @@ import pandas as pd
 
 from graphrag_lite.evaluation.questions import Question
 from graphrag_lite.evaluation.scoring import UnitLookup, contains_answer, exact_match, score_retrieval, token_f1
+from graphrag_lite.llm.gateway import LLMCallError
 from graphrag_lite.llm.ledger import summarize
 from graphrag_lite.query.engine import GraphRAG, SearchResult
 
@@ -47,6 +49,7 @@ class QuestionResult:
     paid_usd: float = 0.0
     seconds: float = 0.0
     problems: list[str] = field(default_factory=list)
+    failed: bool = False  # the model gave no usable answer after its retries: nothing was scored
 
 
 def packed_basic(rag: GraphRAG) -> GraphRAG:
@@ -54,9 +57,7 @@ def packed_basic(rag: GraphRAG) -> GraphRAG:
     config = rag.config.model_copy(deep=True)
     config.basic_search.k = PACKED_K
     config.basic_search.max_context_tokens = config.local_search.max_context_tokens
-    packed = GraphRAG(config, use_cache=rag.use_cache)
-    packed.index = rag.index  # the tables are read once
-    return packed
+    return rag.with_config(config)
 
 
 def methods_to_run(methods: Sequence[str], questions: list[Question]) -> list[str]:
@@ -66,16 +67,18 @@ def methods_to_run(methods: Sequence[str], questions: list[Question]) -> list[st
 
 
 async def evaluate_index(rag: GraphRAG, questions: list[Question], methods: Sequence[str], answer: bool = True,
-                         response_type: str = "Single Sentence",
-                         on_done: Callable[[], None] | None = None) -> list[QuestionResult]:
+                         response_type: str = "Single Sentence", on_done: Callable[[], None] | None = None,
+                         answer_every_question: Sequence[str] = ()) -> list[QuestionResult]:
     """One QuestionResult per method and question, in order; questions run one after another so each one's
-    calls and cost are its own."""
+    calls and cost are its own. `answer`: answer the questions that have gold answers, and score them;
+    `answer_every_question`: methods whose every question is answered (for a judge)."""
     units = UnitLookup.of(rag.index.text_units, rag.index.documents)
     results = []
     for method in methods_to_run(methods, questions):
         searcher = packed_basic(rag) if method == PACKED else rag
         for question in questions:
-            results.append(await _evaluate_one(searcher, method, question, units, answer, response_type))
+            wanted = (answer and bool(question.answers)) or method in answer_every_question
+            results.append(await _evaluate_one(searcher, method, question, units, wanted, response_type))
             if on_done:
                 on_done()
     return results
@@ -85,29 +88,40 @@ async def _evaluate_one(rag: GraphRAG, method: str, question: Question, units: U
                         response_type: str) -> QuestionResult:
     began, seen = time.perf_counter(), len(rag.gateway.ledger.records)
     result = QuestionResult(question.id, question.group, method, 0, 0)
+    try:
+        await _search_and_score(rag, method, question, units, answer, response_type, result)
+    except LLMCallError as err:  # counted, and the evaluation goes on; its retrieval is still scored
+        result.failed, result.problems = True, [*result.problems, str(err)]
+        with contextlib.suppress(LLMCallError):
+            await _search_and_score(rag, method, question, units, False, response_type, result)
+    records = rag.gateway.ledger.records[seen:]
+    usage = summarize(records)
+    result.calls, result.tokens, result.paid_usd = usage["calls"], usage["tokens_without_cache"], usage["cost_usd"]
+    known = usage["cost_usd_without_cache"]
+    result.cost_usd = math.nan if known is None else known
+    result.seconds = time.perf_counter() - began
+    return result
+
+
+async def _search_and_score(rag: GraphRAG, method: str, question: Question, units: UnitLookup, answer: bool,
+                            response_type: str, result: QuestionResult) -> None:
     rows: list[dict[str, Any]] | None
-    if answer and question.answers and method != PACKED and _chat_model(rag, method) is not None:
+    if answer and method != PACKED and _chat_model(rag, method) is not None:
         searches: dict[str, Callable[..., Awaitable[SearchResult]]] = {
             "local": rag.alocal_search, "global": rag.aglobal_search, "basic": rag.abasic_search}
         search = searches[method]
         found = await search(question.question, response_type=response_type)
         rows = found.context.get("Sources") if method != "global" else None
         result.answer, result.problems = found.answer, found.problems
-        result.exact_match = exact_match(found.answer, question.answers)
-        result.token_f1 = token_f1(found.answer, question.answers)
-        result.contains = contains_answer(found.answer, question.answers)
+        if question.answers:
+            result.exact_match = exact_match(found.answer, question.answers)
+            result.token_f1 = token_f1(found.answer, question.answers)
+            result.contains = contains_answer(found.answer, question.answers)
     else:
         rows = await _context_rows(rag, method, question.question)
     if rows is not None and question.has_gold:
         retrieval = score_retrieval(question, rows, units)
         result.gold, result.found = retrieval.gold, retrieval.found
-    records = rag.gateway.ledger.records[seen:]
-    usage = summarize(records)
-    result.calls, result.tokens, result.paid_usd = usage["calls"], usage["tokens_without_cache"], usage["cost_usd"]
-    unpriced = any(r.cost_usd is None and r.prompt_tokens > 0 for r in records if r.kind != "failed_attempt")
-    result.cost_usd = math.nan if unpriced else usage["cost_usd_without_cache"]
-    result.seconds = time.perf_counter() - began
-    return result
 
 
 async def _context_rows(rag: GraphRAG, method: str, question: str) -> list[dict[str, Any]] | None:
@@ -135,7 +149,7 @@ def summary_table(results: list[QuestionResult], by: tuple[str, ...] = ("method"
         scored = part[part["gold"] > 0]
         recall = scored["found"] / scored["gold"]
         rows.append({**dict(zip(by, keys if isinstance(keys, tuple) else (keys,), strict=True)),
-                     "questions": len(part),
+                     "questions": len(part), "failures": int(part["failed"].sum()),
                      "all_gold": _mean((scored["found"] == scored["gold"]).astype(float)),
                      "recall": _mean(recall), "exact_match": _mean(part["exact_match"]),
                      "token_f1": _mean(part["token_f1"]), "contains": _mean(part["contains"]),

@@ -24,7 +24,8 @@ CRITERIA = {
     "directness": "How specifically and clearly does the answer address the question?",
 }
 ORDERS = ("variant first", "baseline first")
-_WINNERS = {"1": 1, "answer 1": 1, "2": 2, "answer 2": 2, "tie": 0, "0": 0, "both": 0, "neither": 0, "equal": 0}
+_WINNERS = {"1": 1, "answer 1": 1, "first": 1, "2": 2, "answer 2": 2, "second": 2, "tie": 0, "0": 0, "both": 0,
+            "neither": 0, "equal": 0, "draw": 0, "none": 0}
 
 
 @dataclass
@@ -48,12 +49,12 @@ def judge_parser(criteria: list[str]) -> Any:
         lowered = {str(k).strip().lower(): v for k, v in data.items()}
         winners, reasons = {}, {}
         for name in criteria:
-            verdict = lowered.get(name)
+            verdict = lowered.get(name.strip().lower())
             if verdict is None:
                 raise ParseError(f"the answer has no verdict for '{name}'; give one key per criterion: "
                                  f"{', '.join(criteria)}")
             raw = verdict.get("winner") if isinstance(verdict, dict) else verdict
-            winner = _WINNERS.get(str(raw).strip().strip('"').lower())
+            winner = _WINNERS.get(_winner_text(raw))
             if winner is None:
                 raise ParseError(f"'{name}': winner {raw!r} is not 1, 2 or \"tie\"")
             winners[name] = winner
@@ -61,6 +62,14 @@ def judge_parser(criteria: list[str]) -> Any:
         return winners, reasons
 
     return parse
+
+
+def _winner_text(raw: Any) -> str:
+    """`1`, `1.0`, `"Answer 1."`, `"Tie"` -> "1", "1", "answer 1", "tie"."""
+    if isinstance(raw, float) and raw.is_integer():
+        raw = int(raw)
+    text = " ".join(str(raw).lower().replace("*", " ").split()).strip(" .!\"'")
+    return text.removesuffix(".0")
 
 
 async def judge_pair(gateway: Gateway, model_id: str, question: str, answers: tuple[str, str], criteria: list[str],

@@ -58,16 +58,27 @@ def estimate_experiment(plan: ExperimentPlan) -> ExperimentEstimate:
                                   found["up_to_extra_prompt_tokens"],
                                   "cost_usd": 0.0 if shared else found["estimated_cost_usd"]})
     answering = (plan.spec.answers and any(q.answers for q in plan.questions)) or plan.spec.judge is not None
-    for planned in plan.variants if answering else []:
-        estimate.rows += _query_rows(planned, plan)
+    for planned in plan.variants if plan.questions else []:
+        estimate.rows += _query_rows(planned, plan, answering)
     if plan.spec.judge and answering:
         estimate.rows.append(_judge_row(plan))
     return estimate
 
 
-def _query_rows(planned: PlannedVariant, plan: ExperimentPlan) -> list[dict[str, Any]]:
+def _query_rows(planned: PlannedVariant, plan: ExperimentPlan, answering: bool) -> list[dict[str, Any]]:
+    """Answer calls (local search: one more per extra round), or, with no answers, only the calls of local
+    search's later rounds (`local_search.hops` > 1 asks the model for each round's lead)."""
     cfg = planned.config
     rows = []
+    if not answering:
+        extra = (cfg.local_search.hops - 1) * len(plan.questions) if "local" in plan.spec.methods else 0
+        model_id = cfg.local_search.chat_model_id
+        if not extra or model_id is None:
+            return []
+        call = CallEstimate("query_local_hop", model_id, extra, 0, extra * cfg.local_search.hop_context_tokens,
+                            extra * 30, 0)
+        return [{"what": f"variant {planned.variant.name}: local search rounds after the first", "calls": extra,
+                 "prompt_tokens": call.prompt_tokens, "cost_usd": call.cost(cfg)}]
     budgets = {"local": (cfg.local_search.chat_model_id, cfg.local_search.max_context_tokens, cfg.local_search.hops),
                "basic": (cfg.basic_search.chat_model_id, cfg.basic_search.max_context_tokens, 1),
                "global": (cfg.global_search.chat_model_id, cfg.global_search.max_context_tokens, 2)}

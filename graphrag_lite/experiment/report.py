@@ -16,20 +16,22 @@ from graphrag_lite.experiment.spec import flatten
 if TYPE_CHECKING:
     from graphrag_lite.experiment.runner import ExperimentPlan
 
-SHOWN = ["variant", "method", "group", "questions", "all_gold", "recall", "exact_match", "token_f1", "contains",
-         "win_overall", "query_calls", "query_cost_usd", "index_calls", "index_cost_usd", "index_wall_s", "entities",
-         "relationships", "communities", "modularity", "integrity_problems", "stages_run"]
+SHOWN = ["variant", "method", "group", "index_status", "questions", "all_gold", "recall", "exact_match", "token_f1",
+         "contains", "win_overall", "query_calls", "query_cost_usd", "index_calls", "index_cost_usd", "index_wall_s",
+         "entities", "relationships", "communities", "modularity", "integrity_problems", "stages_run"]
 # The terminal is narrower than a report: scores per variant and method, then indexes per variant, with
 # short headers; a cost or count column that is zero everywhere is left out.
 TERMINAL_SCORES = ["variant", "method", "group", "all_gold", "recall", "exact_match", "token_f1", "contains",
-                   "win_overall", "query_calls", "query_cost_usd", "query_median_s"]
-TERMINAL_INDEXES = ["variant", "index_calls", "index_cost_usd", "index_wall_s", "entities",
+                   "win_overall", "query_calls", "query_cost_usd", "query_median_s", "query_failures", "failures"]
+TERMINAL_INDEXES = ["variant", "index_status", "index_calls", "index_cost_usd", "index_wall_s", "entities",
                     "relationships", "communities", "modularity", "integrity_problems", "stages_run"]
 HEADERS = {"all_gold": "all-gold", "exact_match": "EM", "token_f1": "F1", "win_overall": "win", "query_calls": "calls",
            "query_cost_usd": "cost $", "query_median_s": "median s", "index_calls": "calls", "index_cost_usd": "cost $",
            "index_wall_s": "time s", "relationships": "rels", "communities": "comms", "modularity": "modul.",
-           "integrity_problems": "problems", "stages_run": "ran"}
-OPTIONAL = ("query_calls", "query_cost_usd", "index_calls", "index_cost_usd", "integrity_problems")
+           "integrity_problems": "problems", "stages_run": "ran", "index_status": "status",
+           "query_failures": "failed"}
+OPTIONAL = ("query_calls", "query_cost_usd", "index_calls", "index_cost_usd", "integrity_problems", "query_failures",
+            "failures")
 
 
 def terminal_tables(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
@@ -39,8 +41,8 @@ def terminal_tables(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     if "variant" in table:
         parts.append(("indexes", TERMINAL_INDEXES, table.drop_duplicates("variant")))
     for title, wanted, rows in parts:
-        columns = [c for c in shown_columns(rows, wanted)
-                   if c not in OPTIONAL or (rows[c].fillna(1) != 0).any()]
+        columns = [c for c in shown_columns(rows, wanted) if (c not in OPTIONAL or (rows[c].fillna(1) != 0).any())
+                   and (c != "index_status" or (rows[c] != "completed").any())]
         if len(columns) > 1:
             tables.append((title, rows[columns].rename(columns=HEADERS)))
     return tables
@@ -121,11 +123,9 @@ def write_plots(table: pd.DataFrame, folder: Path) -> list[str]:
 def _cost_plot(plt: Any, table: pd.DataFrame, quality: str, target: Path) -> Path:
     """Quality against cost, a marker per method; points are numbered by variant (the key is beside the
     plot) and points that coincide share one label, so nothing is written over anything else."""
-    costs = table["index_cost_usd"].fillna(0)
-    if "query_cost_usd" in table:
-        costs = costs + table["query_cost_usd"].fillna(0)
-    x, label = (costs, "cost, USD (index from scratch + queries)") if costs.max() > 0 else \
-        (table["index_wall_s"], "indexing time, s (no model cost)")
+    costs = table["index_cost_usd"] + table.get("query_cost_usd", 0.0)
+    x, label = (costs, "cost, USD (index from scratch + queries)") if costs.notna().all() and costs.max() > 0 else \
+        (table["index_wall_s"], "indexing time, s (model cost zero or unknown)")
     numbers = {name: i for i, name in enumerate(dict.fromkeys(table["variant"]), start=1)}
     figure, axes = plt.subplots(figsize=(8.5, 4.5))
     labels: dict[tuple[float, float], list[str]] = {}

@@ -23,7 +23,7 @@ def index_costs(stats: dict[str, Any]) -> dict[str, Any]:
     return {"index_calls": sum(x["calls"] for x in llm),
             "index_tokens": sum(x.get("tokens_without_cache", x["prompt_tokens"] + x["completion_tokens"])
                                 for x in llm),
-            "index_cost_usd": math.nan if any(x.get("unpriced_calls") for x in llm) else
+            "index_cost_usd": math.nan if any(x.get("cost_usd_without_cache", 0) is None for x in llm) else
             round(sum(x.get("cost_usd_without_cache", x["cost_usd"]) for x in llm), 6),
             "index_wall_s": round(sum(s.get("wall_s", 0.0) for s in stages), 2),
             "stage_problems": sum(len(s.get("problems", [])) for s in stages)}
@@ -36,17 +36,20 @@ def variant_rows(name: str, index: str, differs: str, stages_run: int, output_di
     stats = read_json(output_dir / STATS_FILE)
     figures = {k: v for k, v in index_figures(output_dir).items() if k != "integrity_examples"}
     common = {"variant": name, "differs": differs, "index": index, "pipeline": stats.get("pipeline", ""),
+              "index_status": stats.get("status", ""),
               "stages_run": stages_run, **index_costs(stats), **figures}
     if not results:
         return [{**common, "method": ""}]
     rows = []
     for summary in summary_table(results).to_dict("records"):
         method = summary.pop("method")
-        scores = {f"query_{k}" if k in ("calls", "tokens", "cost_usd", "seconds", "median_s") else str(k): v
+        scores = {f"query_{k}" if k in ("calls", "tokens", "cost_usd", "seconds", "median_s", "failures") else str(k): v
                   for k, v in summary.items()}
         row: dict[str, Any] = {**common, "method": method, **scores}
         if method in judged:
-            row.update({f"win_{k}": v for k, v in win_rates(judged[method], criteria).items()})
+            verdicts = [j for j in judged[method] if "points" in j]
+            row.update({f"win_{k}": v for k, v in win_rates(verdicts, criteria).items()})
+            row["judge_failures"] = len(judged[method]) - len(verdicts)
         rows.append(row)
     return rows
 

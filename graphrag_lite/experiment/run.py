@@ -28,10 +28,10 @@ from graphrag_lite.experiment.runner import (
     plan_experiment,
     remaining_budget,
 )
-from graphrag_lite.llm.ledger import BudgetExceeded
 from graphrag_lite.storage import write_json
 
 RESULTS = "results.parquet"
+Judged = dict[str, dict[str, list[dict[str, Any]]]]  # variant -> method -> judgments (or judge errors)
 
 
 def run_experiment(path: str | Path, console: Console | None = None) -> pd.DataFrame:
@@ -47,35 +47,40 @@ def run_experiment(path: str | Path, console: Console | None = None) -> pd.DataF
     answer = (plan.spec.answers and any(q.answers for q in plan.questions)) or plan.spec.judge is not None
     runs: dict[str, VariantRun] = {}
     evaluations: dict[str, list[QuestionResult]] = {}
+    judged: Judged = {}
+    built: set[str] = set()
     spent = 0.0
     try:
         for number, planned in enumerate(plan.variants, start=1):
             console.rule(f"[{number}/{len(plan.variants)}] variant {planned.variant.name} "
                          f"({differs_text(planned.variant.own)}) · index {planned.index} · spent so far ${spent:.4f}")
-            runs[planned.variant.name], results = _run_variant(planned, plan, console, spent, answer)
+            runs[planned.variant.name], results = _run_variant(planned, plan, console, spent, answer, built)
             spent += runs[planned.variant.name].cost_usd
             if results is not None:
                 evaluations[planned.variant.name] = results
-        judged = asyncio.run(judge_variants(plan, evaluations, console)) if plan.spec.judge and answer else {}
-    except BudgetExceeded:
-        _write_results(plan, runs, evaluations, {})
+        if plan.spec.judge and answer:
+            judged, cost = asyncio.run(judge_variants(plan, evaluations, console, spent))
+            spent += cost
+    except BaseException:  # a budget stop, a failure, Ctrl-C: what is finished is written, then the error goes on
+        with contextlib.suppress(Exception):
+            _write_results(plan, runs, evaluations, judged)
         raise
     table = _write_results(plan, runs, evaluations, judged)
     console.print(f"spent ${spent:.4f} in this run; results in {plan.output}", highlight=False)
     return table
 
 
-def _run_variant(planned: PlannedVariant, plan: ExperimentPlan, console: Console, spent: float, answer: bool
-                 ) -> tuple[VariantRun, list[QuestionResult] | None]:
+def _run_variant(planned: PlannedVariant, plan: ExperimentPlan, console: Console, spent: float, answer: bool,
+                 built: set[str]) -> tuple[VariantRun, list[QuestionResult] | None]:
     """Build the variant's index and evaluate it, each within what is left of the experiment's budget;
     the run's cost_usd is what both paid."""
-    planned.config.budget.max_cost_usd = remaining_budget(plan, spent)
-    run = build_variant_index(planned, plan, console)
+    planned.config.budget.max_cost_usd = remaining_budget(plan, spent, planned)
+    run = build_variant_index(planned, plan, console, built)
     if run.shared_from:
         console.print(f"  started from the finished stages of index {run.shared_from}", highlight=False)
     if not plan.questions:
         return run, None
-    planned.config.budget.max_cost_usd = remaining_budget(plan, spent + run.cost_usd)
+    planned.config.budget.max_cost_usd = remaining_budget(plan, spent + run.cost_usd, planned)
     total = len(methods_to_run(plan.spec.methods, plan.questions)) * len(plan.questions)
     with counting(console, total, f"{planned.variant.name}: questions") as done:
         results, run.evaluation_reused = asyncio.run(evaluate_variant(planned, plan, answer, done))
@@ -95,30 +100,39 @@ def counting(console: Console, total: int, what: str) -> Iterator[Callable[[], N
         yield lambda: progress.advance(task)
 
 
-async def judge_variants(plan: ExperimentPlan, evaluations: dict[str, list[QuestionResult]], console: Console
-                         ) -> dict[str, dict[str, list[dict[str, Any]]]]:
-    """Every variant's answers against the baseline's, per judged method and question, in both orders;
-    written to judgments.jsonl. Returns {variant: {method: judgments}}."""
-    from graphrag_lite.llm.gateway import Gateway
+async def judge_variants(plan: ExperimentPlan, evaluations: dict[str, list[QuestionResult]], console: Console,
+                         spent: float) -> tuple[Judged, float]:
+    """Every variant's answers against the baseline's, per judged method and question, in both orders,
+    within what is left of the budget; written to judgments.jsonl (a pair the judge gave no usable verdict
+    for is written with its error, and counted). Returns ({variant: {method: judgments}}, cost paid)."""
+    from graphrag_lite.llm.gateway import Gateway, LLMCallError
 
     judge = plan.spec.judge
     assert judge is not None
     baseline = next(p for p in plan.variants if p.variant.name == judge.baseline)
+    config = baseline.config.model_copy(deep=True)
+    config.budget.max_cost_usd = remaining_budget(plan, spent, baseline)
     pairs = list(answer_pairs(plan, evaluations))
-    gateway = Gateway(baseline.config)
-    judged: dict[str, dict[str, list[dict[str, Any]]]] = {}
+    gateway = Gateway(config)
+    judged: Judged = {}
     try:
         with counting(console, len(pairs), "judging pairs (both orders)") as done:
             for (question_id, method, name), question, answers in pairs:
-                pair = await judge_pair(gateway, judge.model_id, question, answers, judge.criteria, judge.prompt,
-                                        (question_id, method, name, judge.baseline))
-                judged.setdefault(name, {}).setdefault(method, []).extend(asdict(j) for j in pair)
+                labels = (question_id, method, name, judge.baseline)
+                try:
+                    found = [asdict(j) for j in await judge_pair(gateway, judge.model_id, question, answers,
+                                                                 judge.criteria, judge.prompt, labels)]
+                except LLMCallError as err:
+                    found = [{**dict(zip(("question_id", "method", "variant", "baseline"), labels, strict=True)),
+                              "error": str(err)}]
+                    console.print(f"  [yellow]! judge: {name} / {method} / {question_id}: {err}[/yellow]")
+                judged.setdefault(name, {}).setdefault(method, []).extend(found)
                 done()
     finally:
         gateway.close()
     lines = [json.dumps(j, ensure_ascii=False) for methods in judged.values() for js in methods.values() for j in js]
     (plan.output / "judgments.jsonl").write_text("".join(f"{line}\n" for line in lines), encoding="utf-8")
-    return judged
+    return judged, gateway.ledger.totals()["cost_usd"]
 
 
 def answer_pairs(plan: ExperimentPlan, evaluations: dict[str, list[QuestionResult]]

@@ -38,6 +38,7 @@ class PlannedVariant:
     config: GraphRagConfig
     pipeline: Pipeline
     index: str  # its index folder's name under <output>/indexes
+    own_budget: float | None = None  # the project's (or base's) budget.max_cost_usd: it still applies
 
 
 @dataclass
@@ -67,6 +68,9 @@ def plan_experiment(path: Path) -> ExperimentPlan:
     """Read and check everything before anything runs: the file, every variant's settings, the questions."""
     spec = load_spec(path)
     variants = expand_variants(spec, path)
+    if spec.judge and set(spec.judge.methods) - set(spec.methods):
+        raise ConfigError(f"{path}: judge.methods {spec.judge.methods}: judged methods must be among `methods` "
+                          f"({', '.join(spec.methods)})")
     if spec.judge and spec.judge.baseline not in {v.name for v in variants}:
         raise ConfigError(f"{path}: judge.baseline '{spec.judge.baseline}' is not a variant; variants: "
                           f"{', '.join(v.name for v in variants)}")
@@ -80,6 +84,11 @@ def plan_experiment(path: Path) -> ExperimentPlan:
     if spec.questions and not spec.questions.is_file():
         raise ConfigError(f"{path}: questions: {spec.questions} not found (a path relative to this file)")
     questions = load_questions(spec.questions) if spec.questions else []
+    chunkings = {json.dumps(p.config.section_fingerprint(["input", "chunking"]), default=str) for p in planned}
+    if len(chunkings) > 1 and any(q.evidence_text_units for q in questions):
+        raise ConfigError(f"{spec.questions}: evidence_text_units name text units of one index, and the variants of "
+                          f"{path} chunk the input differently; give the gold as `evidence` sentences or "
+                          "`evidence_documents` instead")
     return ExperimentPlan(path, spec, planned, questions)
 
 
@@ -93,7 +102,7 @@ def _plan_variant(spec: ExperimentSpec, path: Path, variant: Variant) -> Planned
     folder = (spec.output or path.parent) / "indexes" / index
     config.output.base_dir = folder
     config.vector_store.db_uri = str(folder / "lancedb")
-    return PlannedVariant(variant, config, pipeline, index)
+    return PlannedVariant(variant, config, pipeline, index, config.budget.max_cost_usd)
 
 
 def index_digest(config: GraphRagConfig, pipeline: Pipeline) -> str:
@@ -103,9 +112,16 @@ def index_digest(config: GraphRagConfig, pipeline: Pipeline) -> str:
     return hashlib.blake2b(json.dumps(payload, sort_keys=True, default=str).encode(), digest_size=5).hexdigest()
 
 
-def build_variant_index(planned: PlannedVariant, plan: ExperimentPlan, console: Console) -> VariantRun:
-    """Run the variant's pipeline in its index folder, first seeding a new folder from another index."""
+def build_variant_index(planned: PlannedVariant, plan: ExperimentPlan, console: Console, built: set[str]
+                        ) -> VariantRun:
+    """Run the variant's pipeline in its index folder, first seeding a new folder from another index. An
+    index already built in this invocation (`built`) is used as it is: a stage that failed for some items
+    is retried by the next invocation, not once per variant, so variants sharing an index are scored on
+    the same tables."""
     run = VariantRun()
+    if planned.index in built:
+        return run
+    built.add(planned.index)
     folder = planned.config.output.base_dir
     if not (folder / STATE_FILE).is_file():
         run.shared_from = seed_from_other_index(planned, plan.output / "indexes")
@@ -158,10 +174,12 @@ async def evaluate_variant(planned: PlannedVariant, plan: ExperimentPlan, answer
 
     target = plan.output / "variants" / planned.variant.name / "evaluation.json"
     key = evaluation_key(planned, plan, answer)
-    if target.is_file() and (stored := read_json(target)).get("key") == key:
+    if target.is_file() and (stored := read_json(target)).get("key") == key and \
+            not any(r.get("failed") for r in stored["results"]):  # failed questions are asked again
         return [QuestionResult(**r) for r in stored["results"]], True
+    judged = plan.spec.judge.methods if plan.spec.judge else []
     results = await evaluate_index(GraphRAG(planned.config), plan.questions, plan.spec.methods, answer,
-                                   plan.spec.response_type, on_done)
+                                   plan.spec.response_type, on_done, answer_every_question=judged)
     write_json(target, {"key": key, "methods": methods_to_run(plan.spec.methods, plan.questions),
                         "results": [asdict(r) for r in results]})
     return results, False
@@ -169,7 +187,8 @@ async def evaluate_variant(planned: PlannedVariant, plan: ExperimentPlan, answer
 
 def evaluation_key(planned: PlannedVariant, plan: ExperimentPlan, answer: bool) -> str:
     state = read_json(planned.config.output.base_dir / STATE_FILE)
-    payload = {"index": {name: entry.get("outputs") for name, entry in state.items()},
+    payload = {"index": planned.index, "stages": {name: [entry.get(k) for k in ("fingerprint", "outputs", "external")]
+                                                  for name, entry in state.items()},
                "query": planned.config.section_fingerprint(QUERY_SECTIONS),
                "questions": questions_digest(plan.questions), "methods": plan.spec.methods, "answer": answer,
                "version": __version__,
@@ -177,12 +196,13 @@ def evaluation_key(planned: PlannedVariant, plan: ExperimentPlan, answer: bool) 
     return hashlib.blake2b(json.dumps(payload, sort_keys=True, default=str).encode(), digest_size=12).hexdigest()
 
 
-def remaining_budget(plan: ExperimentPlan, spent: float) -> float | None:
-    """What is left of budget.max_cost_usd for the rest of the experiment; BudgetExceeded when nothing is."""
+def remaining_budget(plan: ExperimentPlan, spent: float, planned: PlannedVariant | None = None) -> float | None:
+    """The budget of the next step: what is left of the experiment's budget.max_cost_usd, or the variant's
+    own budget (settings.yaml, base, the variant) when that is smaller; BudgetExceeded when nothing is left."""
     limit = plan.spec.budget.max_cost_usd
-    if limit is None:
-        return None
-    if spent >= limit:
+    if limit is not None and spent >= limit:
         raise BudgetExceeded(f"experiment budget reached: ${spent:.4f} spent of budget.max_cost_usd=${limit}; "
                              "finished variants are kept: raise the budget and run the same command to go on")
-    return limit - spent
+    left = None if limit is None else limit - spent
+    own = planned.own_budget if planned is not None else None
+    return own if left is None else left if own is None else min(own, left)

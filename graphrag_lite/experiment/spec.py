@@ -124,7 +124,8 @@ def expand_variants(spec: ExperimentSpec, path: Path) -> list[Variant]:
         combined = dict(zip(keys, point, strict=True))
         name = grid_name(combined)
         if name in own:
-            raise ConfigError(f"{path}: grid variant '{name}' has the name of a named variant; rename that one")
+            raise ConfigError(f"{path}: two variants would be named '{name}' (grid names keep only letters, digits "
+                              "and dots of each value); rename the named variant, or make the grid values differ")
         own[name] = combined
     if not own:
         raise ConfigError(f"{path}: defines no variants; add `variants:` (named overrides) or `grid:` (lists of "

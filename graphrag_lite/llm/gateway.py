@@ -272,8 +272,11 @@ class Gateway:
         vectors: list[list[float] | None] = [self.cache.get(k) if self.cache is not None else None for k in keys]
         if dimension is not None:
             vectors = [v if v is not None and len(v) == dimension else None for v in vectors]
-        if any(v is not None for v in vectors):
-            self._record(stage, model_id, "embedding", _Answer("", 0, 0, 0.0, 0), None, 0, ok=True)
+        hits = [texts[i] for i, v in enumerate(vectors) if v is not None]
+        if hits:  # free now; what they cost when first embedded is counted for "without the cache" figures
+            tokens = sum(count_tokens(t, TOKEN_ENCODING) for t in hits)
+            self._record(stage, model_id, "embedding", _Answer("", tokens, 0, self._price(model, tokens, 0), 0), None,
+                         0, ok=True)
         fresh = await self._embed_missing(model_id, model, texts, vectors, keys, stage, batch_size, batch_max_tokens)
         stale = [i for i, v in enumerate(vectors) if v is not None and fresh and len(v) != fresh]
         if stale:  # cached by a model of another dimension behind the same name
@@ -529,8 +532,8 @@ def stored_answer(text: str, spent: _Answer) -> dict[str, Any]:
 
 
 def cached_usage(stored: dict[str, Any] | None) -> _Answer:
-    """What a cached answer cost when it was first asked (zero for entries written before this was kept)."""
-    prompt, completion, cost = (stored or {}).get("usage") or (0, 0, 0.0)
+    """What a cached answer cost when it was first asked (unknown for entries written before this was kept)."""
+    prompt, completion, cost = (stored or {}).get("usage") or (0, 0, None)
     return _Answer("", int(prompt), int(completion), cost, 0)
 
 

@@ -112,9 +112,11 @@ def summarize(records: list[CallRecord]) -> dict[str, Any]:
         "failed_attempts": len(records) - len(calls),
         "parse_retries": sum(r.parse_retries for r in calls),
         "median_latency_s": round(latencies[len(latencies) // 2], 3) if latencies else 0.0,
-        # what the same calls cost with an empty cache: a cache hit counts at the price it was first paid
+        # what the same calls cost with an empty cache: a cache hit counts at the price it was first paid;
+        # None when a call's price is unknown (a model missing from LiteLLM's price map, an old cache entry)
         "tokens_without_cache": sum(r.prompt_tokens + r.completion_tokens for r in records),
-        "cost_usd_without_cache": round(sum(r.cost_usd or 0.0 for r in records), 6),
+        "cost_usd_without_cache": round(sum(r.cost_usd or 0.0 for r in records), 6)
+        if all(r.cost_usd is not None for r in calls if r.ok) else None,
     }
 
 

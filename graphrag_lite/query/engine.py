@@ -107,6 +107,13 @@ class GraphRAG:
             loaded = load_config(Path(root), path, overrides, pipeline_settings=recommended)
         return cls(loaded, use_cache=use_cache)
 
+    def with_config(self, config: GraphRagConfig) -> GraphRAG:
+        """The same index and model gateway (one cache, one ledger, one budget) under other query settings."""
+        other = GraphRAG(config, use_cache=self.use_cache)
+        other.index = self.index
+        other._gateway = self.gateway
+        return other
+
     @property
     def gateway(self) -> Gateway:
         if self._gateway is None:
