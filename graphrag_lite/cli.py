@@ -336,8 +336,9 @@ def print_table(table: Any, title: str) -> None:
         listing = Table(title=f"{title}: {part}", title_justify="left", padding=(0, 1))
         for column in rows.columns:
             names = column in ("variant", "method", "group", "index")
+            widest = max([len(str(column)), *(len(str(v)) for v in rows[column])])
             listing.add_column(str(column), justify="left" if names else "right", overflow="fold",
-                               no_wrap=not names)
+                               no_wrap=not names, min_width=min(widest, 14 if names else widest))
         for _, row in rows.iterrows():
             listing.add_row(*(format_value(value) for value in row))
         console.print(listing)

@@ -22,28 +22,30 @@ SHOWN = ["variant", "method", "group", "index_status", "questions", "all_gold", 
 # The terminal is narrower than a report: scores per variant and method, then indexes per variant, with
 # short headers; a cost or count column that is zero everywhere is left out.
 TERMINAL_SCORES = ["variant", "method", "group", "all_gold", "recall", "exact_match", "token_f1", "contains",
-                   "win_overall", "query_calls", "query_cost_usd", "query_median_s", "query_failures", "failures"]
+                   "win_overall"]
+TERMINAL_QUERIES = ["variant", "method", "group", "query_calls", "query_cost_usd", "query_median_s", "query_failures",
+                    "failures", "calls", "cost_usd", "median_s"]
 TERMINAL_INDEXES = ["variant", "index_status", "index_calls", "index_cost_usd", "index_wall_s", "entities",
                     "relationships", "communities", "modularity", "integrity_problems", "stages_run"]
 HEADERS = {"all_gold": "all-gold", "exact_match": "EM", "token_f1": "F1", "win_overall": "win", "query_calls": "calls",
            "query_cost_usd": "cost $", "query_median_s": "median s", "index_calls": "calls", "index_cost_usd": "cost $",
            "index_wall_s": "time s", "relationships": "rels", "communities": "comms", "modularity": "modul.",
            "integrity_problems": "problems", "stages_run": "ran", "index_status": "status",
-           "query_failures": "failed"}
+           "query_failures": "failed", "cost_usd": "cost $", "median_s": "median s"}
 OPTIONAL = ("query_calls", "query_cost_usd", "index_calls", "index_cost_usd", "integrity_problems", "query_failures",
-            "failures")
+            "failures", "calls", "cost_usd")
 
 
 def terminal_tables(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     """(title, table) pairs for the terminal: the scores, and one row per index figure set."""
     tables = []
-    parts = [("scores", TERMINAL_SCORES, table)]
+    parts = [("scores", TERMINAL_SCORES, table), ("query costs", TERMINAL_QUERIES, table)]
     if "variant" in table:
         parts.append(("indexes", TERMINAL_INDEXES, table.drop_duplicates("variant")))
     for title, wanted, rows in parts:
         columns = [c for c in shown_columns(rows, wanted) if (c not in OPTIONAL or (rows[c].fillna(1) != 0).any())
                    and (c != "index_status" or (rows[c] != "completed").any())]
-        if len(columns) > 1:
+        if any(c not in ("variant", "method", "group") for c in columns):
             tables.append((title, rows[columns].rename(columns=HEADERS)))
     return tables
 QUALITY = ("recall", "token_f1", "contains", "win_overall")  # the first one measured is plotted
@@ -63,7 +65,7 @@ def markdown_table(table: pd.DataFrame, columns: list[str] | None = None) -> str
 
 def format_value(value: Any) -> str:
     if isinstance(value, float):
-        return "" if math.isnan(value) else f"{value:.4f}" if abs(value) < 0.01 and value else f"{value:.3f}"
+        return "" if math.isnan(value) else f"{value:.2g}" if abs(value) < 0.01 and value else f"{value:.3f}"
     return str(value)
 
 
