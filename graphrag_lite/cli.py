@@ -403,9 +403,11 @@ def print_experiment_estimate(file: Path) -> None:
         cost = "?" if row["cost_usd"] is None else f"${row['cost_usd']:.4f}"
         listing.add_row(row["what"], f"{row['calls']:,}", f"{row['prompt_tokens']:,}", cost)
     console.print(listing)
+    gleaning = any(r["what"].endswith(("extract_graph", "extract_claims")) for r in found.rows)
     console.print(f"{len(plan.variants)} variants, {len({p.index for p in plan.variants})} distinct indexes: "
-                  f"{found.calls:,} calls at most, about ${found.cost_usd:.4f}. Gleaning calls are counted as if "
-                  "every one were made.", highlight=False)
+                  f"{found.calls:,} calls at most, about ${found.cost_usd:.4f}. Answers are counted at the full "
+                  "context budget" + (", and every possible gleaning call" if gleaning else "") + ": upper bounds.",
+                  highlight=False)
     if found.not_estimable:
         console.print("Not estimable before extraction (their calls depend on its results): "
                       + ", ".join(found.not_estimable), highlight=False)

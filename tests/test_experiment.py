@@ -127,6 +127,8 @@ def test_pairwise_judging_runs_both_orders_and_a_position_biased_judge_wins_noth
      r"questions\.jsonl: line 1: no 'question' field with text \(its fields: q\)"),
     ("variants: {a: {}}\njudge: {baseline: z}\n", None, r"judge\.baseline 'z' is not a variant; variants: a"),
     ("variants: {a: {output.base_dir: x}}\n", None, r"variant 'a': 'output\.base_dir' is set by the experiment"),
+    ("grid: {chunking.sise: [100]}\njudge: {baseline: sise-100}\n", None,
+     r"grid entry 'chunking\.sise': unknown key 'chunking\.sise'; did you mean 'chunking\.size'\?"),
 ])
 def test_bad_experiment_files_name_the_file_and_the_entry(tmp_path, text, questions, message):
     path = make_experiment(tmp_path, "project: project\n" + text, questions)
@@ -201,6 +203,8 @@ def test_a_judge_answers_questions_without_gold_answers_and_a_reply_it_cannot_us
     with scripted({"judge": '{"accuracy": {"winner": 1.0, "reason": "x"}}'}):
         table = run_experiment(path).set_index(["variant", "method"])
     assert table.loc[("b", "local"), "win_Accuracy"] == 0.5 and table.loc[("b", "local"), "judge_failures"] == 0
+    assert table.loc[("b", "local"), "judge_calls"] == 2 * len(QUESTIONS) and table.loc[("b", "local"),
+                                                                                        "judge_cost_usd"] > 0
     shutil.rmtree(tmp_path / "project" / "cache")  # the first judge's verdicts are cached: ask the new one
     with scripted({"judge": "I am sorry, I cannot compare these answers."}):
         table = run_experiment(path).set_index(["variant", "method"])

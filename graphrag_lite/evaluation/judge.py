@@ -14,6 +14,7 @@ from pathlib import Path
 from typing import Any
 
 from graphrag_lite.llm.gateway import Gateway
+from graphrag_lite.llm.ledger import summarize
 from graphrag_lite.llm.structured import ParseError, parse_json_object
 from graphrag_lite.prompts import fill, load_prompt
 
@@ -41,6 +42,7 @@ class Judgment:
     winners: dict[str, int]
     points: dict[str, float]
     reasons: dict[str, str]
+    cost_usd: float | None = None  # of this call with an empty cache (None: the model has no known price)
 
 
 def judge_parser(criteria: list[str]) -> Any:
@@ -82,13 +84,16 @@ async def judge_pair(gateway: Gateway, model_id: str, question: str, answers: tu
     judgments = []
     for order, (first, second) in zip(ORDERS, (answers, answers[::-1]), strict=True):
         system = fill(template, criteria=listing, question=question, answer_1=first, answer_2=second)
+        seen = len(gateway.ledger.records)
         reply = await gateway.chat(model_id, [{"role": "system", "content": system},
                                               {"role": "user", "content": "Judge the two answers."}],
                                    stage="judge", parse=judge_parser(criteria), json_mode=True)
         winners, reasons = reply.value
         variant_position = 1 if order == ORDERS[0] else 2
         points = {name: 0.5 if w == 0 else float(w == variant_position) for name, w in winners.items()}
-        judgments.append(Judgment(*labels, order=order, winners=winners, points=points, reasons=reasons))
+        cost = summarize(gateway.ledger.records[seen:])["cost_usd_without_cache"]
+        judgments.append(Judgment(*labels, order=order, winners=winners, points=points, reasons=reasons,
+                                  cost_usd=cost))
     return judgments
 
 

@@ -52,7 +52,7 @@ def estimate_experiment(plan: ExperimentPlan) -> ExperimentEstimate:
             fingerprint = stage_fingerprint(stage, planned.config, digests)
             shared = fingerprint in counted
             counted.add(fingerprint)
-            estimate.rows.append({"what": f"index {planned.index}: {stage.name}" + (" (shared)" if shared else ""),
+            estimate.rows.append({"what": f"{planned.index}: {stage.name}" + (" (shared)" if shared else ""),
                                   "calls": 0 if shared else found["calls"] + found["up_to_extra_calls"],
                                   "prompt_tokens": 0 if shared else found["prompt_tokens"] +
                                   found["up_to_extra_prompt_tokens"],
@@ -77,7 +77,7 @@ def _query_rows(planned: PlannedVariant, plan: ExperimentPlan, answering: bool) 
             return []
         call = CallEstimate("query_local_hop", model_id, extra, 0, extra * cfg.local_search.hop_context_tokens,
                             extra * 30, 0)
-        return [{"what": f"variant {planned.variant.name}: local search rounds after the first", "calls": extra,
+        return [{"what": f"{planned.variant.name}: local rounds after the first", "calls": extra,
                  "prompt_tokens": call.prompt_tokens, "cost_usd": call.cost(cfg)}]
     budgets = {"local": (cfg.local_search.chat_model_id, cfg.local_search.max_context_tokens, cfg.local_search.hops),
                "basic": (cfg.basic_search.chat_model_id, cfg.basic_search.max_context_tokens, 1),
@@ -89,7 +89,7 @@ def _query_rows(planned: PlannedVariant, plan: ExperimentPlan, answering: bool) 
         count = calls * len(plan.questions)
         call = CallEstimate(f"query_{method}", model_id, count, 0, count * tokens, count * 200, 0)
         note = " (at least: map calls depend on the reports)" if method == "global" else ""
-        rows.append({"what": f"variant {planned.variant.name}: {method} search answers{note}", "calls": count,
+        rows.append({"what": f"{planned.variant.name}: {method} answers{note}", "calls": count,
                      "prompt_tokens": call.prompt_tokens, "cost_usd": call.cost(cfg)})
     return rows
 

@@ -21,8 +21,9 @@ SHOWN = ["variant", "method", "group", "index_status", "questions", "all_gold", 
          "entities", "relationships", "communities", "modularity", "integrity_problems", "stages_run"]
 # The terminal is narrower than a report: scores per variant and method, then indexes per variant, with
 # short headers; a cost or count column that is zero everywhere is left out.
-TERMINAL_SCORES = ["variant", "method", "group", "all_gold", "recall", "exact_match", "token_f1", "contains",
-                   "win_overall"]
+TERMINAL_RETRIEVAL = ["variant", "method", "group", "all_gold", "recall"]
+TERMINAL_ANSWERS = ["variant", "method", "group", "exact_match", "token_f1", "contains", "win_overall",
+                    "judge_failures"]
 TERMINAL_QUERIES = ["variant", "method", "group", "query_calls", "query_cost_usd", "query_median_s", "query_failures",
                     "failures", "calls", "cost_usd", "median_s"]
 TERMINAL_INDEXES = ["variant", "index_status", "index_calls", "index_cost_usd", "index_wall_s", "entities",
@@ -33,13 +34,14 @@ HEADERS = {"all_gold": "all-gold", "exact_match": "EM", "token_f1": "F1", "win_o
            "integrity_problems": "problems", "stages_run": "ran", "index_status": "status",
            "query_failures": "failed", "cost_usd": "cost $", "median_s": "median s"}
 OPTIONAL = ("query_calls", "query_cost_usd", "index_calls", "index_cost_usd", "integrity_problems", "query_failures",
-            "failures", "calls", "cost_usd")
+            "failures", "calls", "cost_usd", "judge_failures")
 
 
 def terminal_tables(table: pd.DataFrame) -> list[tuple[str, pd.DataFrame]]:
     """(title, table) pairs for the terminal: the scores, and one row per index figure set."""
     tables = []
-    parts = [("scores", TERMINAL_SCORES, table), ("query costs", TERMINAL_QUERIES, table)]
+    parts = [("retrieval", TERMINAL_RETRIEVAL, table), ("answers", TERMINAL_ANSWERS, table),
+             ("query costs", TERMINAL_QUERIES, table)]
     if "variant" in table:
         parts.append(("indexes", TERMINAL_INDEXES, table.drop_duplicates("variant")))
     for title, wanted, rows in parts:
@@ -131,14 +133,13 @@ def _cost_plot(plt: Any, table: pd.DataFrame, quality: str, target: Path) -> Pat
     numbers = {name: i for i, name in enumerate(dict.fromkeys(table["variant"]), start=1)}
     figure, axes = plt.subplots(figsize=(8.5, 4.5))
     labels: dict[tuple[float, float], list[str]] = {}
-    for (method, part), marker in zip(table[table[quality].notna()].groupby("method", sort=False), "os^Dv<>",
-                                      strict=False):
-        axes.scatter(x[part.index], part[quality], label=method, marker=marker, alpha=0.7)
+    for (method, part), marker, size in zip(table[table[quality].notna()].groupby("method", sort=False), "os^Dv<>",
+                                            (90, 55, 30, 20, 15, 12, 10), strict=False):
+        # later methods are drawn smaller, so a point under another stays visible
+        axes.scatter(x[part.index], part[quality], label=method, marker=marker, s=size, alpha=0.75)
         for px, py, name in zip(x[part.index], part[quality], part["variant"], strict=True):
             labels.setdefault((round(float(px), 6), float(py)), []).append(str(numbers[name]))
-    for (px, py), names in labels.items():
-        axes.annotate(",".join(dict.fromkeys(names)), (px, py), fontsize=7, textcoords="offset points",
-                      xytext=(4, 4))
+    _annotate(axes, labels, x, table[quality])
     axes.set_xlabel(label)
     axes.set_ylabel(quality)
     axes.set_title(f"{quality} against cost")
@@ -150,6 +151,20 @@ def _cost_plot(plt: Any, table: pd.DataFrame, quality: str, target: Path) -> Pat
     figure.savefig(target, dpi=110)
     plt.close(figure)
     return target
+
+
+def _annotate(axes: Any, labels: dict[tuple[float, float], list[str]], x: pd.Series, y: pd.Series) -> None:
+    """Each label beside its point, moved to another side when an earlier label is close (within 5% of the
+    axes' ranges), so labels of neighbouring points do not print over each other."""
+    spans = (float(x.max() - x.min()) or 1.0, float(y.max() - y.min()) or 1.0)
+    offsets = ((5, 5), (5, -11), (-12, 5), (-12, -11), (5, 15), (-12, 15))
+    placed: list[tuple[float, float, int]] = []
+    for (px, py), names in sorted(labels.items()):
+        near = {k for qx, qy, k in placed if abs(qx - px) / spans[0] < 0.05 and abs(qy - py) / spans[1] < 0.05}
+        slot = next((k for k in range(len(offsets)) if k not in near), 0)
+        placed.append((px, py, slot))
+        axes.annotate(",".join(dict.fromkeys(names)), (px, py), fontsize=7, textcoords="offset points",
+                      xytext=offsets[slot])
 
 
 def _recall_plot(plt: Any, table: pd.DataFrame, target: Path) -> Path:

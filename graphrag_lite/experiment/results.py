@@ -50,6 +50,9 @@ def variant_rows(name: str, index: str, differs: str, stages_run: int, output_di
             verdicts = [j for j in judged[method] if "points" in j]
             row.update({f"win_{k}": v for k, v in win_rates(verdicts, criteria).items()})
             row["judge_failures"] = len(judged[method]) - len(verdicts)
+            row["judge_calls"] = len(verdicts)
+            costs = [j.get("cost_usd") for j in verdicts]
+            row["judge_cost_usd"] = math.nan if None in costs else round(sum(c or 0.0 for c in costs), 6)
         rows.append(row)
     return rows
 

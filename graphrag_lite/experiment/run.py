@@ -52,8 +52,9 @@ def run_experiment(path: str | Path, console: Console | None = None) -> pd.DataF
     spent = 0.0
     try:
         for number, planned in enumerate(plan.variants, start=1):
-            console.rule(f"[{number}/{len(plan.variants)}] variant {planned.variant.name} "
-                         f"({differs_text(planned.variant.own)}) · index {planned.index} · spent so far ${spent:.4f}")
+            console.print(f"[bold]── [{number}/{len(plan.variants)}] variant {planned.variant.name}[/bold] "
+                          f"({differs_text(planned.variant.own)}) · index {planned.index} · spent so far "
+                          f"${spent:.4f}", highlight=False)
             runs[planned.variant.name], results = _run_variant(planned, plan, console, spent, answer, built)
             spent += runs[planned.variant.name].cost_usd
             if results is not None:

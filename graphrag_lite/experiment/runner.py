@@ -71,13 +71,13 @@ def plan_experiment(path: Path) -> ExperimentPlan:
     if spec.judge and set(spec.judge.methods) - set(spec.methods):
         raise ConfigError(f"{path}: judge.methods {spec.judge.methods}: judged methods must be among `methods` "
                           f"({', '.join(spec.methods)})")
-    if spec.judge and spec.judge.baseline not in {v.name for v in variants}:
-        raise ConfigError(f"{path}: judge.baseline '{spec.judge.baseline}' is not a variant; variants: "
-                          f"{', '.join(v.name for v in variants)}")
     if spec.settings is None and not any((spec.project / name).is_file() for name in CONFIG_FILENAMES):
         raise ConfigError(f"{path}: project: no settings.yaml in {spec.project}; set `project:` to the folder that "
                           "holds settings.yaml (relative to this file), or `settings:` to the settings file")
     planned = [_plan_variant(spec, path, v) for v in variants]
+    if spec.judge and spec.judge.baseline not in {v.name for v in variants}:
+        raise ConfigError(f"{path}: judge.baseline '{spec.judge.baseline}' is not a variant; variants: "
+                          f"{', '.join(v.name for v in variants)}")
     if spec.judge and spec.judge.model_id not in planned[0].config.models:
         raise ConfigError(f"{path}: judge.model_id '{spec.judge.model_id}' is not a model of the project's settings "
                           f"({', '.join(planned[0].config.models)})")
@@ -125,7 +125,12 @@ def build_variant_index(planned: PlannedVariant, plan: ExperimentPlan, console: 
     folder = planned.config.output.base_dir
     if not (folder / STATE_FILE).is_file():
         run.shared_from = seed_from_other_index(planned, plan.output / "indexes")
-    summary = run_pipeline(planned.config, planned.pipeline, console)
+    stages = len(planned.pipeline.stages)
+    unchanged = reusable_prefix(planned.pipeline, planned.config, OutputStore(folder), read_json(folder / STATE_FILE),
+                                stages) == stages if (folder / STATE_FILE).is_file() else False
+    if unchanged:  # one line, not one per stage
+        console.print(f"  index {planned.index}: all {stages} stages unchanged, reused", highlight=False)
+    summary = run_pipeline(planned.config, planned.pipeline, Console(quiet=True) if unchanged else console)
     run.stages_run = [name for name, s in summary.stages.items()
                       if not str(s.get("status", "")).startswith("unchanged")]
     run.cost_usd = (summary.llm or {}).get("cost_usd", 0.0)
