@@ -142,7 +142,9 @@ class ExtractClaimsConfig(Section):
 
 class ClusterGraphConfig(Section):
     max_cluster_size: int = Field(10, ge=2, description="communities larger than this are split again")
-    use_lcc: bool = Field(True, description="cluster only the largest connected component")
+    use_lcc: bool = Field(False, description="cluster only the largest connected component, as GraphRAG does "
+                          "(entities outside it are in no community, so global search cannot see them); false: "
+                          "every entity is in a community, those without relationships grouped by text unit")
     seed: int = Field(0xDEADBEEF, description="random seed, for reproducible communities")
 
 

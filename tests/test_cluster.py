@@ -38,8 +38,26 @@ def test_same_seed_same_communities():
     assert first == [(c.level, c.members) for c in hierarchical_leiden(graph, 10, seed=7)]
 
 
-def test_largest_component_only_by_default():
+def test_every_component_is_clustered_by_default_and_loose_entities_are_grouped_as_given():
     graph = build_graph(6, [(0, 1), (1, 2), (2, 0), (3, 4)], [1.0] * 4)
-    assert sorted(v for c in hierarchical_leiden(graph, 10, 1) if c.level == 0 for v in c.members) == [0, 1, 2]
-    everything = hierarchical_leiden(graph, 10, 1, use_lcc=False)
+    level0 = [c.members for c in hierarchical_leiden(graph, 10, 1) if c.level == 0]
+    assert sorted(v for members in level0 for v in members) == [0, 1, 2, 3, 4]  # a second component too
+    assert [0, 1, 2] in level0 and [3, 4] in level0  # components are never mixed
+    everything = hierarchical_leiden(graph, 2, 1, loose=[[5]])
     assert sorted(v for c in everything if c.level == 0 for v in c.members) == list(range(6))
+    lcc = hierarchical_leiden(graph, 10, 1, use_lcc=True, loose=[[5]])  # GraphRAG's way: the rest is left out
+    assert sorted(v for c in lcc if c.level == 0 for v in c.members) == [0, 1, 2]
+
+
+def test_loose_groups_keep_a_text_units_entities_together_and_are_never_split():
+    from graphrag_lite.stages.cluster_graph import loose_groups
+
+    units = [["u2"], ["u1"], ["u1"], ["u3"], ["u1"], [], ["u2"]]
+    degree = [0, 0, 0, 1, 0, 0, 0]
+    groups = loose_groups(units, degree, size=3)
+    # u1's three entities stay together; a group is never larger than 3 (u2's two do not fit beside them)
+    assert groups == [[5], [1, 2, 4], [0, 6]]
+    assert loose_groups([["a"], ["b"], ["c"]], [0, 0, 0], size=3) == [[0, 1, 2]]  # small units share a group
+    graph = build_graph(7, [(3, 3)], [1.0])
+    tree = hierarchical_leiden(graph, 2, 1, loose=groups)
+    assert all(c.level == 0 for c in tree if set(c.members) & {0, 1, 2, 4, 5, 6})

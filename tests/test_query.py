@@ -300,8 +300,8 @@ THEMES_QUESTION = "What are the main communities and who are the key entities in
 
 @pytest.fixture(scope="module")
 def unrelated(tmp_path_factory):
-    # every connected component is clustered: with use_lcc only the largest document would have communities
-    root = make_project(tmp_path_factory.mktemp("unrelated"), UNRELATED, settings="cluster_graph:\n  use_lcc: false\n")
+    # the default clusters every connected component: with use_lcc only the largest document would have communities
+    root = make_project(tmp_path_factory.mktemp("unrelated"), UNRELATED)
     result = cli("index", "--root", root)
     assert result.exit_code == 0, result.output
     return root
@@ -332,6 +332,15 @@ def test_every_documents_top_community_reaches_the_reduce(unrelated):
     top = top_community_of_each_document(rag)
     assert sorted(top) == [path.name for path in UNRELATED] and len(set(top.values())) == len(UNRELATED)
     assert set(top.values()) <= reduced
+
+
+def test_every_entity_is_in_a_community_and_with_use_lcc_the_stage_says_who_is_left_out(unrelated, tmp_path):
+    rag = GraphRAG.from_config(unrelated)
+    clustered = {e for members in rag.index.communities["entity_ids"] for e in members}
+    assert clustered == set(rag.index.entities["id"])
+    root = make_project(tmp_path, UNRELATED, settings="cluster_graph:\n  use_lcc: true\n")
+    result = cli("index", "--root", root)
+    assert result.exit_code == 0 and "in no community (cluster_graph.use_lcc: true)" in result.output
 
 
 def test_global_coverage_in_json_adds_up(unrelated):

@@ -3,6 +3,7 @@ communities, and the final `entities`, `relationships` and `communities` tables 
 
 from __future__ import annotations
 
+import itertools
 from datetime import UTC, datetime
 
 import pandas as pd
@@ -21,18 +22,26 @@ def run(ctx: StageContext) -> StageResult:
                                                           ctx.read("summarized_relationships"),
                                                           cfg.max_cluster_size, cfg.seed, cfg.use_lcc)
     levels = communities.groupby("level").size().to_dict() if len(communities) else {}
+    clustered = len({e for members in communities.loc[communities["level"] == 0, "entity_ids"] for e in members}) \
+        if len(communities) else 0
     problems = []
     if entities.empty:
         problems.append("no entities were extracted, so the graph, communities and reports are empty; check "
                         "the input, or the extraction model and prompt (stats.json lists dropped records)")
     elif communities.empty:
         problems.append("the graph has no relationships, so there are no communities and no reports")
+    elif clustered < len(entities):  # cluster_graph.use_lcc: said, not hidden
+        problems.append(f"{len(entities) - clustered} of {len(entities)} entities are outside the largest connected "
+                        "component and in no community (cluster_graph.use_lcc: true), so global search cannot "
+                        "see them; set it to false to cluster every entity")
     return StageResult(
         tables={"entities": entities, "relationships": relationships, "communities": communities},
         problems=problems,
         summary=f"{len(entities)} entities, {len(relationships)} relationships, {len(communities)} communities "
-                f"({', '.join(f'level {lvl}: {n}' for lvl, n in levels.items()) or 'no edges to cluster'})",
-        details={"communities_per_level": {str(k): int(v) for k, v in levels.items()}},
+                f"({', '.join(f'level {lvl}: {n}' for lvl, n in levels.items()) or 'no edges to cluster'}); "
+                f"{clustered} of {len(entities)} entities in communities",
+        details={"communities_per_level": {str(k): int(v) for k, v in levels.items()},
+                 "entities_in_communities": clustered},
         complete=not entities.empty,  # an index with no entity is not usable: the run ends with an error
     )
 
@@ -58,9 +67,24 @@ def finalize_graph(entities: pd.DataFrame, relationships: pd.DataFrame, max_clus
         combined_degree=[degree[a] + degree[b] for a, b in edges],
     )[["id", "human_readable_id", "source", "target", "description", "weight", "combined_degree", "text_unit_ids"]]
 
-    tree = hierarchical_leiden(graph, max_cluster_size, seed, use_lcc)
+    tree = hierarchical_leiden(graph, max_cluster_size, seed, use_lcc,
+                               loose_groups(entities["text_unit_ids"].tolist(), degree, max_cluster_size))
     communities = community_table(tree, entity_ids, edges, relationships)
     return entities, relationships, communities
+
+
+def loose_groups(text_unit_ids: list[list[str]], degree: list[int], size: int) -> list[list[int]]:
+    """Entities with no relationship, in groups of at most `size`: those first found in the same text unit
+    stay together, and small units share a group, so they cost few reports and global search reaches them."""
+    loose = sorted((str(units[0]) if len(units) else "", v) for v, units in enumerate(text_unit_ids) if not degree[v])
+    groups: list[list[int]] = []
+    for _, members in itertools.groupby(loose, key=lambda item: item[0]):
+        vertices = [v for _, v in members]
+        if groups and len(groups[-1]) + len(vertices) <= size:
+            groups[-1] += vertices
+        else:
+            groups += [vertices[i:i + size] for i in range(0, len(vertices), size)]
+    return groups
 
 
 def community_table(tree: list[Community], entity_ids: list[str], edges: list[tuple[int, int]],
