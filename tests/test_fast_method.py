@@ -14,7 +14,7 @@ from graphrag_lite import GraphRAG
 from graphrag_lite.cli import app
 from graphrag_lite.config import ExtractGraphNlpConfig
 from graphrag_lite.nlp.cooccurrence import extract_nlp_graph, npmi
-from graphrag_lite.nlp.extractor import capitalised_mid_sentence, extract_mentions, sentences
+from graphrag_lite.nlp.extractor import HONORIFICS, STARTERS, capitalised_mid_sentence, extract_mentions, sentences
 from graphrag_lite.query.engine import EVIDENCE_HEADER
 from tests.conftest import REPO, check_index, write_settings
 
@@ -43,6 +43,15 @@ def test_sentence_initial_words_are_not_names_unless_used_as_names_elsewhere():
     assert "HOWEVER" not in found and "TOMORROW" not in found
     assert found.count("DEPTFORD") == 2  # capitalised mid-sentence elsewhere, so a name at the start too
     assert [n for n, _ in mentions("Yesterday John Smith of Acme Corp came.")] == ["JOHN SMITH", "ACME CORP"]
+
+
+def test_a_word_is_a_name_only_if_capitalised_mid_sentence_as_often_as_not_and_never_an_honorific_alone():
+    text = ("Hence to the Wardrobe. We went hence by water, and hence home. I met him at the Wardrobe, then "
+            "went thence to Hence Street? No. The King spoke to Lady Sandwich. The King and the Lady went out.")
+    found = [name for name, _ in mentions(text)]
+    assert "HENCE" not in found  # capitalised once mid-sentence, written "hence" twice
+    assert found.count("WARDROBE") == 2 and "LADY SANDWICH" in found
+    assert "KING" not in found and "LADY" not in found  # a title alone names nobody in particular
 
 
 def test_possessives_dates_and_places():
@@ -108,6 +117,9 @@ def test_pepys_index_passes_the_checker_with_his_people_and_places_on_top(pepys)
     entities = pd.read_parquet(pepys / "output" / "entities.parquet").sort_values("degree", ascending=False)
     top = set(entities["title"].head(25))
     assert {"SIR W PEN", "SIR W BATTEN"} & top and {"WHITEHALL", "WOOLWICH", "BRAMPTON", "LONDON"} & top
+    top20 = list(entities.sort_values(["degree", "frequency"], ascending=False)["title"].head(20))
+    generic = {w.upper() for w in STARTERS} | {w.upper() for w in HONORIFICS} | {"HENCE", "DURING", "EVEN"}
+    assert not generic & set(top20), top20  # no function word or bare title among the hubs
     assert json.loads((pepys / "output" / "embeddings_manifest.json").read_text())["model"] is None
     stats = json.loads((pepys / "output" / "stats.json").read_text())
     assert stats["stages"]["chunk_text"]["summary"].find("size 300") > 0  # the method's recommended chunks

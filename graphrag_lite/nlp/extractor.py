@@ -2,9 +2,12 @@
 
 Proper-noun phrases are runs of capitalised words (with "of", "de", "van", ... inside), with honorifics
 ("Mr.", "Sir W.") kept in the name, possessives removed, and dates (months, weekdays) left out. A word that
-is capitalised only because it starts a sentence is not a name unless the corpus also capitalises it
-elsewhere. Types where rules allow: PERSON by honorific or a common given name, ORGANIZATION by a suffix
-(Inc, Corp, Ltd, University, Company, ...), GEO after "in/at/to/from/near"; the rest CONCEPT.
+is capitalised only because it starts a sentence is not a name unless the corpus capitalises it in the
+middle of sentences at least as often as it writes it in lower case ("Hence", "During" are not names;
+"Wardrobe" in Pepys is), and a one-word name must pass the same test wherever it stands. An honorific alone
+("Lady", "King") is not a name: only what follows it makes one. Types where rules allow: PERSON by
+honorific or a common given name, ORGANIZATION by a suffix (Inc, Corp, Ltd, University, Company, ...), GEO
+after "in/at/to/from/near"; the rest CONCEPT.
 """
 
 from __future__ import annotations
@@ -60,13 +63,17 @@ def sentences(text: str) -> list[str]:
 
 
 def capitalised_mid_sentence(texts: Iterable[str]) -> set[str]:
-    """Words the corpus capitalises somewhere other than at the start of a sentence."""
-    found: set[str] = set()
+    """Words the corpus capitalises in the middle of sentences at least as often as it writes them in lower
+    case: words used as names, not ordinary words that headings, titles or a sentence start capitalise.
+    Lower-cased."""
+    capitalised: Counter[str] = Counter()
+    lower: Counter[str] = Counter()
     for text in texts:
         for sentence in sentences(text):
-            words = sentence.split()
-            found.update(_clean_word(w) for w in words[1:] if w[:1].isupper())
-    return found
+            for word in sentence.split()[1:]:
+                clean = _clean_word(word)
+                (capitalised if word[:1].isupper() else lower)[clean.lower()] += 1 if clean else 0
+    return {word for word, count in capitalised.items() if count and count >= lower[word]}
 
 
 def _clean_word(word: str) -> str:
@@ -90,11 +97,12 @@ def extract_mentions(text: str, known_names: set[str]) -> list[Mention]:
         i = 0
         while i < len(words):
             phrase, end, kind = _phrase_at(words, i)
-            if i == 0 and phrase and not kind and phrase[0] not in known_names:
+            if i == 0 and phrase and not kind and phrase[0].lower() not in known_names:
                 phrase = phrase[1:]  # capitalised only because it starts the sentence ("Yesterday John Smith")
                 while phrase and phrase[0] in CONNECTORS:
                     phrase = phrase[1:]
-            if phrase and phrase[0] not in STARTERS:
+            single = len(phrase) == 1 and (phrase[0] in HONORIFICS or phrase[0].lower() not in known_names)
+            if phrase and phrase[0] not in STARTERS and not single:
                 name = " ".join(phrase)
                 previous = _clean_word(words[i - 1]).lower() if i > 0 else ""
                 mentions.append(Mention(name.upper(), kind or _type_of(phrase, previous), index))
