@@ -114,3 +114,42 @@ def test_names_that_normalize_to_nothing_are_counted():
                          relationships())
     assert merged.entities["title"].tolist() == ["ALICE"]
     assert merged.counts["records_without_a_usable_name"] == 1
+
+
+def test_shortened_organization_place_and_event_names_merge_into_their_one_longest_name():
+    merged = merge_graph(
+        # each short name is written in a text unit that also has its full name: the evidence the rule needs
+        entities(("u1", "Northwind Logistics Group", "ORGANIZATION", "A shipper"),
+                 ("u1", "Northwind Logistics", "ORGANIZATION", "Same"), ("u1", "Northwind", "ORGANIZATION", "Same"),
+                 ("u1", "Port Aldermere", "GEO", "A harbour"), ("u1", "Aldermere", "GEO", "Same"),
+                 ("u2", "Halvard Climate Summit", "EVENT", "A meeting"), ("u2", "Halvard Summit", "EVENT", "Same"),
+                 ("u2", "Republic of Veskaria", "GEO", "A state"), ("u2", "Veskaria", "GEO", "Same")),
+        relationships(("u1", "Northwind", "Aldermere", "based in", 1), ("u2", "Halvard Summit", "Veskaria", "in", 1)))
+    assert sorted(merged.entities["title"]) == ["HALVARD CLIMATE SUMMIT", "NORTHWIND LOGISTICS GROUP",
+                                                "PORT ALDERMERE", "REPUBLIC OF VESKARIA"]
+    reasons = set(merged.aliases["reason"])
+    assert {"shortened organization name", "shortened geo name", "shortened event name"} <= reasons
+
+
+def test_a_shortened_name_stays_apart_when_ambiguous_joined_or_the_thing_a_longer_name_is_of():
+    merged = merge_graph(
+        entities(("u1", "Northwind Logistics", "ORGANIZATION", "A shipper"), ("u1", "Northwind Bank", "ORGANIZATION",
+                                                                               "A bank"),
+                 ("u1", "Northwind", "ORGANIZATION", "Which one?"),
+                 ("u2", "White Hall and Westminster Hall", "GEO", "Two places"), ("u2", "White Hall", "GEO", "One"),
+                 ("u3", "Earldom of Kent", "ORGANIZATION", "A title"), ("u3", "Kent", "ORGANIZATION", "A county"),
+                 ("u4", "Queen of Bohemia", "ORGANIZATION", "Elizabeth"), ("u4", "Queen", "ORGANIZATION", "Who?")),
+        relationships())
+    assert {"NORTHWIND", "WHITE HALL", "KENT", "QUEEN"} <= set(merged.entities["title"])
+    assert not any(r.startswith("shortened") for r in merged.aliases["reason"])
+
+
+def test_two_rules_that_disagree_on_direction_still_make_one_node():
+    # the shorter-name rule points "Hondgate Consulting" at the longer name, the suffix rule points the longer
+    # name at the more mentioned spelling: without a guard the two names swapped nodes instead of merging
+    merged = merge_graph(
+        entities(("u1", "Hondgate Consulting", "ORGANIZATION", "Advisers"),
+                 ("u2", "Hondgate Consulting", "ORGANIZATION", "Again"),
+                 ("u1", "Hondgate Consulting Company", "ORGANIZATION", "Full name")),
+        relationships())
+    assert merged.entities["title"].tolist() == ["HONDGATE CONSULTING"] and merged.counts["merged_as_aliases"] == 1

@@ -5,6 +5,10 @@ honorifics: "Mr. Holmes", "HOLMES", "Holmes's") are one entity. Then likely alia
 holds: the same type, no ambiguity (the short name fits exactly one longer name), and evidence in the graph
 (a shared neighbour or a shared text unit):
 - a person's name whose words are all in a longer person's name ("Holmes" -> "Sherlock Holmes");
+- an organization's, place's or event's name whose words are all in the longest of a chain of names of that
+  type ("Northwind" -> "Northwind Logistics" -> "Northwind Logistics Group", "Aldermere" -> "Port Aldermere",
+  "Halvard Summit" -> "Halvard Climate Summit"), when that chain is the only one ("Northwind" beside
+  "Northwind Bank" is ambiguous and stays);
 - organization names equal but for a company suffix ("Acme Corp" -> "Acme Corporation" -> "Acme");
 - names equal but for one word spelled slightly differently (Muhammed / Mohammed, Bennet / Bennett, bomb /
   bombs; not numbers, dates, regnal numbers or opposites), for any type.
@@ -20,6 +24,8 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 ARTICLES = frozenset({"THE", "A", "AN"})
+TITLES = frozenset({"KING", "QUEEN", "PRINCE", "PRINCESS", "DUKE", "DUCHESS", "EARL", "COUNT", "COUNTESS",
+                    "EMPEROR", "EMPRESS", "POPE", "BISHOP", "PRESIDENT", "GOVERNOR", "MAYOR"})
 HONORIFICS = frozenset({"MR", "MRS", "MS", "MISS", "DR", "SIR", "DAME", "LADY", "LORD", "PROF", "PROFESSOR",
                         "CAPT", "CAPTAIN", "COL", "COLONEL", "GEN", "GENERAL", "REV", "REVEREND", "MADAM",
                         "MADAME", "MONSIEUR", "HERR", "FRAU", "AGENT", "SERGEANT", "SGT", "LIEUTENANT", "LT"})
@@ -82,8 +88,10 @@ def find_aliases(candidates: list[Candidate], neighbours: dict[str, set[str]], t
         if c.key in decisions:
             continue
         decision = (_person_subset(c, by_key, postings, evidence) or _company_suffix(c, by_key, postings)
+                    or _shorter_name(c, by_key, postings, evidence)
                     or _similar_spelling(c, by_key, postings, evidence, max_edits))
-        if decision:
+        target = decisions.get(decision.canonical) if decision else None
+        if decision and not (target and target.canonical == c.key):  # two rules may disagree on direction
             decisions[c.key] = decision
     return _resolve_chains(decisions)
 
@@ -110,6 +118,38 @@ def _person_subset(c: Candidate, by_key: dict[str, Candidate], postings: dict[st
     if len(longer) != 1 or not evidence(c.key, longer[0]):
         return None  # none, or ambiguous ("Holmes": Sherlock or Mycroft?), or no evidence
     return AliasDecision(c.key, longer[0], "name words contained in a longer person's name", 1.0)
+
+
+SHORTENED_TYPES = frozenset({"ORGANIZATION", "GEO", "EVENT"})
+JOINING_WORDS = frozenset({"AND", "&", "OR", "I", "WITH"})  # "WHITE HALL AND WESTMINSTER HALL" names two things
+PLACE_HEADS = frozenset({"REPUBLIC", "KINGDOM", "PORT", "CITY", "TOWN", "COUNTY", "ISLE", "ISLAND", "LAKE",
+                         "STATE", "PROVINCE", "DISTRICT", "BAY", "GULF", "MOUNT", "RIVER", "VALLEY"})
+
+
+def _shorter_name(c: Candidate, by_key: dict[str, Candidate], postings: dict[str, list[str]],
+                  evidence: Evidence) -> AliasDecision | None:
+    """A shortened name of exactly one longest name of the same type, with evidence in the graph."""
+    if c.type not in SHORTENED_TYPES or (len(c.key.split()) == 1 and c.key in HONORIFICS | TITLES):
+        return None
+    words = set(c.key.split())
+    longer = {k for k in _words_candidates(c.key, postings) if by_key[k].type == c.type and words < set(k.split())}
+    # the longest names: those no other candidate contains ("NORTHWIND LOGISTICS GROUP", not its shorter forms)
+    longest = [k for k in longer if not any(set(k.split()) < set(o.split()) for o in longer)]
+    if len(longest) != 1 or any(not set(k.split()) <= set(longest[0].split()) for k in longer):
+        return None  # none, or two different longer names could be meant: ambiguous
+    if c.type == "ORGANIZATION" and _company_core(longest[0]) == _company_core(c.key):
+        return None  # only a company suffix apart: the suffix rule picks the most mentioned spelling
+    if not evidence(c.key, longest[0]) or JOINING_WORDS & set(longest[0].split()) or \
+            _part_of(c.key, longest[0]):
+        return None
+    return AliasDecision(c.key, longest[0], f"shortened {c.type.lower()} name", 1.0)
+
+
+def _part_of(short: str, long: str) -> bool:
+    """"KENT" in "EARLDOM OF KENT", "BOHEMIA" in "QUEEN OF BOHEMIA": the longer name is of the shorter one's
+    thing, a different entity, unless its head is a generic place word ("REPUBLIC OF VESKARIA")."""
+    head, of, tail = long.partition(" OF ")
+    return bool(of) and short.split()[-1] in tail.split() and head.split()[-1] not in PLACE_HEADS
 
 
 def _company_suffix(c: Candidate, by_key: dict[str, Candidate], postings: dict[str, list[str]]) -> AliasDecision | None:
