@@ -153,3 +153,19 @@ def test_two_rules_that_disagree_on_direction_still_make_one_node():
                  ("u1", "Hondgate Consulting Company", "ORGANIZATION", "Full name")),
         relationships())
     assert merged.entities["title"].tolist() == ["HONDGATE CONSULTING"] and merged.counts["merged_as_aliases"] == 1
+
+
+def test_an_acronym_merges_into_the_one_name_of_its_type_it_abbreviates():
+    merged = merge_graph(
+        entities(("u1", "Coastal Fisheries Authority", "ORGANIZATION", "A regulator"),
+                 ("u1", "CFA", "ORGANIZATION", "Same"),
+                 ("u2", "United States of America", "GEO", "A country"), ("u2", "USA", "GEO", "Same"),
+                 ("u3", "Global Health Board", "ORGANIZATION", "One"),
+                 ("u3", "Green Hills Bank", "ORGANIZATION", "Two"),
+                 ("u3", "GHB", "ORGANIZATION", "Which?"), ("u4", "Central Rail", "ORGANIZATION", "Trains"),
+                 ("u4", "CR", "GEO", "Another type")),
+        relationships())
+    titles = set(merged.entities["title"])
+    assert {"COASTAL FISHERIES AUTHORITY", "UNITED STATES OF AMERICA", "GHB", "CR"} <= titles
+    assert "CFA" not in titles and "USA" not in titles
+    assert (merged.aliases["reason"] == "acronym of a longer name").sum() == 2

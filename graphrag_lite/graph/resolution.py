@@ -9,6 +9,8 @@ holds: the same type, no ambiguity (the short name fits exactly one longer name)
   type ("Northwind" -> "Northwind Logistics" -> "Northwind Logistics Group", "Aldermere" -> "Port Aldermere",
   "Halvard Summit" -> "Halvard Climate Summit"), when that chain is the only one ("Northwind" beside
   "Northwind Bank" is ambiguous and stays);
+- an acronym of exactly one longer name of the same type ("CFA" -> "Coastal Fisheries Authority", "USA" ->
+  "United States of America": the initials of its words, small words aside);
 - organization names equal but for a company suffix ("Acme Corp" -> "Acme Corporation" -> "Acme");
 - names equal but for one word spelled slightly differently (Muhammed / Mohammed, Bennet / Bennett, bomb /
   bombs; not numbers, dates, regnal numbers or opposites), for any type.
@@ -83,12 +85,16 @@ def find_aliases(candidates: list[Candidate], neighbours: dict[str, set[str]], t
         return bool(neighbours.get(a, set()) & (neighbours.get(b, set()) | {b})) or \
             bool(text_units.get(a, set()) & text_units.get(b, set()))
 
+    initials: dict[str, list[str]] = defaultdict(list)
+    for c in candidates:
+        if c.type in SHORTENED_TYPES and len(c.key.split()) >= 2:
+            initials[_initials(c.key)].append(c.key)
     decisions: dict[str, AliasDecision] = {}
     for c in sorted(candidates, key=lambda c: (len(c.key), c.key)):
         if c.key in decisions:
             continue
         decision = (_person_subset(c, by_key, postings, evidence) or _company_suffix(c, by_key, postings)
-                    or _shorter_name(c, by_key, postings, evidence)
+                    or _shorter_name(c, by_key, postings, evidence) or _acronym(c, by_key, initials, evidence)
                     or _similar_spelling(c, by_key, postings, evidence, max_edits))
         target = decisions.get(decision.canonical) if decision else None
         if decision and not (target and target.canonical == c.key):  # two rules may disagree on direction
@@ -121,6 +127,7 @@ def _person_subset(c: Candidate, by_key: dict[str, Candidate], postings: dict[st
 
 
 SHORTENED_TYPES = frozenset({"ORGANIZATION", "GEO", "EVENT"})
+SMALL_WORDS = frozenset({"OF", "AND", "THE", "FOR", "&", "DE", "LA", "DER", "VON", "VAN"})
 JOINING_WORDS = frozenset({"AND", "&", "OR", "I", "WITH"})  # "WHITE HALL AND WESTMINSTER HALL" names two things
 PLACE_HEADS = frozenset({"REPUBLIC", "KINGDOM", "PORT", "CITY", "TOWN", "COUNTY", "ISLE", "ISLAND", "LAKE",
                          "STATE", "PROVINCE", "DISTRICT", "BAY", "GULF", "MOUNT", "RIVER", "VALLEY"})
@@ -143,6 +150,21 @@ def _shorter_name(c: Candidate, by_key: dict[str, Candidate], postings: dict[str
             _part_of(c.key, longest[0]):
         return None
     return AliasDecision(c.key, longest[0], f"shortened {c.type.lower()} name", 1.0)
+
+
+def _initials(key: str) -> str:
+    return "".join(w[0] for w in key.split() if w not in SMALL_WORDS)
+
+
+def _acronym(c: Candidate, by_key: dict[str, Candidate], initials: dict[str, list[str]],
+             evidence: Evidence) -> AliasDecision | None:
+    """A one-word name of 2-6 letters that is the initials of exactly one longer name of its type."""
+    if c.type not in SHORTENED_TYPES or " " in c.key or not 2 <= len(c.key) <= 6 or not c.key.isalpha():
+        return None
+    expanded = [k for k in initials.get(c.key, []) if by_key[k].type == c.type]
+    if len(expanded) != 1 or not evidence(c.key, expanded[0]):
+        return None
+    return AliasDecision(c.key, expanded[0], "acronym of a longer name", 1.0)
 
 
 def _part_of(short: str, long: str) -> bool:
