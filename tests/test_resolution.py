@@ -169,3 +169,13 @@ def test_an_acronym_merges_into_the_one_name_of_its_type_it_abbreviates():
     assert {"COASTAL FISHERIES AUTHORITY", "UNITED STATES OF AMERICA", "GHB", "CR"} <= titles
     assert "CFA" not in titles and "USA" not in titles
     assert (merged.aliases["reason"] == "acronym of a longer name").sum() == 2
+
+
+def test_a_role_title_is_set_aside_when_matching_persons_but_not_when_two_could_be_meant():
+    merged = merge_graph(
+        entities(("u1", "Mara Velling", "PERSON", "A senator"), ("u1", "Senator Velling", "PERSON", "Same"),
+                 ("u2", "Ivo Brask", "PERSON", "A mayor"), ("u2", "Oda Brask", "PERSON", "His sister"),
+                 ("u2", "Mayor Brask", "PERSON", "Which one?")),
+        relationships())
+    titles = set(merged.entities["title"])
+    assert "SENATOR VELLING" not in titles and {"MARA VELLING", "MAYOR BRASK"} <= titles

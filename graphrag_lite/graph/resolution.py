@@ -26,6 +26,11 @@ from collections.abc import Callable
 from dataclasses import dataclass
 
 ARTICLES = frozenset({"THE", "A", "AN"})
+# role titles a person is called by ("Senator Velling"); kept in names, set aside when matching persons
+ROLES = frozenset({"SENATOR", "MAYOR", "JUDGE", "JUSTICE", "MINISTER", "INSPECTOR", "COMMISSIONER", "PRESIDENT",
+                   "GOVERNOR", "CHANCELLOR", "DETECTIVE", "OFFICER", "SECRETARY", "CHAIRMAN", "CHAIRWOMAN",
+                   "DIRECTOR", "AMBASSADOR", "BISHOP", "CONGRESSMAN", "CONGRESSWOMAN", "COUNCILLOR", "SHERIFF",
+                   "CHIEF", "CONSTABLE", "MAJOR", "ADMIRAL", "REPRESENTATIVE", "DEPUTY", "MINISTRESS"})
 TITLES = frozenset({"KING", "QUEEN", "PRINCE", "PRINCESS", "DUKE", "DUCHESS", "EARL", "COUNT", "COUNTESS",
                     "EMPEROR", "EMPRESS", "POPE", "BISHOP", "PRESIDENT", "GOVERNOR", "MAYOR"})
 HONORIFICS = frozenset({"MR", "MRS", "MS", "MISS", "DR", "SIR", "DAME", "LADY", "LORD", "PROF", "PROFESSOR",
@@ -116,11 +121,13 @@ def _words_candidates(key: str, postings: dict[str, list[str]]) -> set[str]:
 
 def _person_subset(c: Candidate, by_key: dict[str, Candidate], postings: dict[str, list[str]],
                    evidence: Evidence) -> AliasDecision | None:
+    """Role titles aside ("Senator Velling" is Velling), the name's words are in exactly one longer name."""
     if c.type != "PERSON":
         return None
-    words = set(c.key.split())
-    longer = [k for k in _words_candidates(c.key, postings)
-              if by_key[k].type == "PERSON" and words < set(k.split())]
+    key = _without_role(c.key)
+    words = set(key.split())
+    longer = [k for k in _words_candidates(key, postings)
+              if k != c.key and by_key[k].type == "PERSON" and words < set(_without_role(k).split())]
     if len(longer) != 1 or not evidence(c.key, longer[0]):
         return None  # none, or ambiguous ("Holmes": Sherlock or Mycroft?), or no evidence
     return AliasDecision(c.key, longer[0], "name words contained in a longer person's name", 1.0)
@@ -172,6 +179,13 @@ def _part_of(short: str, long: str) -> bool:
     thing, a different entity, unless its head is a generic place word ("REPUBLIC OF VESKARIA")."""
     head, of, tail = long.partition(" OF ")
     return bool(of) and short.split()[-1] in tail.split() and head.split()[-1] not in PLACE_HEADS
+
+
+def _without_role(key: str) -> str:
+    words = key.split()
+    while len(words) > 1 and words[0] in ROLES:
+        words = words[1:]
+    return " ".join(words)
 
 
 def _company_suffix(c: Candidate, by_key: dict[str, Candidate], postings: dict[str, list[str]]) -> AliasDecision | None:
