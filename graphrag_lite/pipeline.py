@@ -286,9 +286,9 @@ class RunSummary:
 
 
 def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, force: bool = False,
-                 from_stage: str | None = None, use_cache: bool = True) -> RunSummary:
+                 from_stage: str | None = None, use_cache: bool = True, brief: bool = False) -> RunSummary:
     """Run the stages that are not reusable, holding the output folder's lock. A read-only output folder
-    is fine when nothing has to run."""
+    is fine when nothing has to run. `brief`: one line, not one per stage, when nothing has to run."""
     store = OutputStore(config.output.base_dir)
     state_path = store.base_dir / STATE_FILE
     state: dict[str, Any] = read_json(state_path) if state_path.is_file() else {}
@@ -298,7 +298,10 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
     rerun_from = names.index(from_stage) if from_stage is not None else (0 if force else len(names))
     reusable = reusable_prefix(pipeline, config, store, state, rerun_from)
     if reusable == len(names):  # nothing to do: write nothing at all
-        for stage in pipeline.stages:
+        if brief:
+            last = max(state[name]["finished"] for name in names)
+            console.print(f"[dim]= all {len(names)} stages unchanged since their last run ({last}), skipped[/dim]")
+        for stage in pipeline.stages if not brief else []:
             console.print(f"[dim]= {stage.name}: unchanged since {state[stage.name]['finished']}, skipped[/dim]")
         return RunSummary(status="unchanged", output_dir=store.base_dir, problems=0,
                           stages={s.name: {**state[s.name]["stats"], "status": "unchanged, reused"}

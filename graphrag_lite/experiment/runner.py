@@ -125,12 +125,7 @@ def build_variant_index(planned: PlannedVariant, plan: ExperimentPlan, console: 
     folder = planned.config.output.base_dir
     if not (folder / STATE_FILE).is_file():
         run.shared_from = seed_from_other_index(planned, plan.output / "indexes")
-    stages = len(planned.pipeline.stages)
-    unchanged = reusable_prefix(planned.pipeline, planned.config, OutputStore(folder), read_json(folder / STATE_FILE),
-                                stages) == stages if (folder / STATE_FILE).is_file() else False
-    if unchanged:  # one line, not one per stage
-        console.print(f"  index {planned.index}: all {stages} stages unchanged, reused", highlight=False)
-    summary = run_pipeline(planned.config, planned.pipeline, Console(quiet=True) if unchanged else console)
+    summary = run_pipeline(planned.config, planned.pipeline, console, brief=True)
     run.stages_run = [name for name, s in summary.stages.items()
                       if not str(s.get("status", "")).startswith("unchanged")]
     run.cost_usd = (summary.llm or {}).get("cost_usd", 0.0)
