@@ -345,8 +345,7 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
     digests: dict[str, str] = {}  # table -> digest of the version the next stages read
     status = "completed"
     models = ModelAccess(config, use_cache)
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        console=console, transient=True, disable=not console.is_terminal)
+    progress = progress_display(console)
     try:
         with progress:
             for position, stage in enumerate(pipeline.stages):
@@ -392,6 +391,12 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
     problems = sum(len(s.get("problems", [])) for s in stats["stages"].values())
     return RunSummary(status=status, stages=stats["stages"], output_dir=store.base_dir, problems=problems,
                       llm=stats["llm"], incomplete=incomplete)
+
+
+def progress_display(console: Console) -> Progress:
+    """The bars of a run: on a terminal only, gone when done."""
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+                    console=console, transient=True, disable=not console.is_terminal)
 
 
 def _run_and_record(stage: Stage, config: GraphRagConfig, store: OutputStore, state: dict[str, Any],

@@ -29,15 +29,18 @@ def index_costs(stats: dict[str, Any]) -> dict[str, Any]:
             "stage_problems": sum(len(s.get("problems", [])) for s in stages)}
 
 
-def variant_rows(name: str, index: str, differs: str, stages_run: int, output_dir: Any,
-                 results: list[QuestionResult], judged: dict[str, list[dict[str, Any]]],
-                 criteria: list[str]) -> list[dict[str, Any]]:
-    """The variant's rows: its index figures, repeated on the row of every method it was queried with."""
+def index_row(index: str, output_dir: Any) -> dict[str, Any]:
+    """An index's columns: what building it costs, its status and its figures (read once per index)."""
     stats = read_json(output_dir / STATS_FILE)
     figures = {k: v for k, v in index_figures(output_dir).items() if k != "integrity_examples"}
-    common = {"variant": name, "differs": differs, "index": index, "pipeline": stats.get("pipeline", ""),
-              "index_status": stats.get("status", ""),
-              "stages_run": stages_run, **index_costs(stats), **figures}
+    return {"index": index, "pipeline": stats.get("pipeline", ""), "index_status": stats.get("status", ""),
+            **index_costs(stats), **figures}
+
+
+def variant_rows(name: str, differs: str, stages_run: int, index: dict[str, Any], results: list[QuestionResult],
+                 judged: dict[str, list[dict[str, Any]]], criteria: list[str]) -> list[dict[str, Any]]:
+    """The variant's rows: its index's columns, repeated on the row of every method it was queried with."""
+    common = {"variant": name, "differs": differs, "stages_run": stages_run, **index}
     if not results:
         return [{**common, "method": ""}]
     rows = []

@@ -13,12 +13,11 @@ from typing import Any
 
 import pandas as pd
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
 
 from graphrag_lite.evaluation.evaluate import QuestionResult, methods_to_run, summary_table
 from graphrag_lite.evaluation.judge import judge_pair
 from graphrag_lite.experiment.report import write_report
-from graphrag_lite.experiment.results import differs_text, ordered, variant_rows
+from graphrag_lite.experiment.results import differs_text, index_row, ordered, variant_rows
 from graphrag_lite.experiment.runner import (
     ExperimentPlan,
     PlannedVariant,
@@ -28,6 +27,7 @@ from graphrag_lite.experiment.runner import (
     plan_experiment,
     remaining_budget,
 )
+from graphrag_lite.pipeline import progress_display
 from graphrag_lite.storage import write_json
 
 RESULTS = "results.parquet"
@@ -63,8 +63,10 @@ def run_experiment(path: str | Path, console: Console | None = None) -> pd.DataF
             judged, cost = asyncio.run(judge_variants(plan, evaluations, console, spent))
             spent += cost
     except BaseException:  # a budget stop, a failure, Ctrl-C: what is finished is written, then the error goes on
-        with contextlib.suppress(Exception):
+        try:
             _write_results(plan, runs, evaluations, judged)
+        except Exception as err:  # the first error matters more; this one is still said
+            console.print(f"[yellow]! the results of the finished variants could not be written: {err}[/yellow]")
         raise
     table = _write_results(plan, runs, evaluations, judged)
     console.print(f"spent ${spent:.4f} in this run; results in {plan.output}", highlight=False)
@@ -94,8 +96,7 @@ def _run_variant(planned: PlannedVariant, plan: ExperimentPlan, console: Console
 @contextlib.contextmanager
 def counting(console: Console, total: int, what: str) -> Iterator[Callable[[], None]]:
     """A progress bar on a terminal (nothing elsewhere); call the yielded function once per item done."""
-    progress = Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
-                        console=console, transient=True, disable=not console.is_terminal)
+    progress = progress_display(console)
     with progress:
         task = progress.add_task(what, total=total)
         yield lambda: progress.advance(task)
@@ -155,8 +156,12 @@ def answer_pairs(plan: ExperimentPlan, evaluations: dict[str, list[QuestionResul
 
 def _write_results(plan: ExperimentPlan, runs: dict[str, Any], evaluations: dict[str, list[QuestionResult]],
                    judged: dict[str, dict[str, list[dict[str, Any]]]]) -> pd.DataFrame:
-    rows = [row for planned in plan.variants if planned.variant.name in runs
-            for row in _rows(planned, runs[planned.variant.name], evaluations, judged, plan)]
+    done = [p for p in plan.variants if p.variant.name in runs]
+    indexes = {p.index: index_row(p.index, p.config.output.base_dir) for p in done}  # variants share indexes
+    criteria = plan.spec.judge.criteria if plan.spec.judge else []
+    rows = [row for p in done for row in variant_rows(
+        p.variant.name, differs_text(p.variant.own), len(runs[p.variant.name].stages_run), indexes[p.index],
+        evaluations.get(p.variant.name, []), judged.get(p.variant.name, {}), criteria)]
     table = ordered(pd.DataFrame(rows))
     table.to_parquet(plan.output / RESULTS, index=False)
     table.to_csv(plan.output / "results.csv", index=False)
@@ -175,11 +180,3 @@ def group_table(evaluations: dict[str, list[QuestionResult]]) -> pd.DataFrame:
         return pd.DataFrame()
     wide = pd.concat(parts).pivot_table(index=["variant", "method"], columns="group", values="all_gold", sort=False)
     return wide.reset_index()
-
-
-def _rows(planned: PlannedVariant, run: VariantRun, evaluations: dict[str, list[QuestionResult]],
-          judged: dict[str, dict[str, list[dict[str, Any]]]], plan: ExperimentPlan) -> list[dict[str, Any]]:
-    name = planned.variant.name
-    criteria = plan.spec.judge.criteria if plan.spec.judge else []
-    return variant_rows(name, planned.index, differs_text(planned.variant.own), len(run.stages_run),
-                        planned.config.output.base_dir, evaluations.get(name, []), judged.get(name, {}), criteria)
