@@ -112,3 +112,22 @@ def test_eval_scores_an_index_against_basic_search_packed_to_the_same_budget(tmp
     answered = [q for q in data["questions"] if q["method"] == "local" and q["answer"]]
     assert len(answered) == 1 and answered[0]["calls"] >= 1  # only the question with an answer is answered
     assert cli("eval", "--root", root, "--questions", tmp_path / "q.jsonl", "--methods", "drift").exit_code != 0
+
+
+def test_eval_counts_a_question_the_model_answers_with_nothing_usable_and_still_scores_its_retrieval(tmp_path, cli):
+    from graphrag_lite.llm.fake import scripted
+
+    root = make_project(tmp_path, sorted((DATA / "unrelated-documents").glob("*.txt")),
+                        "extract_graph_nlp:\n  min_entity_frequency: 1\n")
+    assert cli("index", "--root", root, "--method", "fast").exit_code == 0
+    question = {"question": "Who beat Pavel Orlov in Reykjavik?", "answer": "Ivar Sigurdsson",
+                "evidence_documents": ["chess.txt"]}
+    (tmp_path / "q.jsonl").write_text(json.dumps(question) + "\n")
+    # an empty reply, then a think block with nothing after it: no answer, asked again, then counted
+    with scripted({"query_local": ["", "<think>Let me see.</think>"]}):
+        result = cli("eval", "--root", root, "--questions", tmp_path / "q.jsonl", "--methods", "local",
+                     "--answers", "--json")
+    assert result.exit_code == 4 and "got no usable answer" in result.output
+    data = json.loads(result.output[:result.output.rindex("}") + 1])
+    local = next(q for q in data["questions"] if q["method"] == "local")
+    assert local["failed"] and local["answer"] is None and local["gold"] == 1  # retrieval still scored
