@@ -46,14 +46,12 @@ def modularity(entities: pd.DataFrame, relationships: pd.DataFrame, communities:
         for entity in members:
             if entity in ids:
                 membership[ids[entity]] = len(entities) + number
-    edges = [(position[s], position[t]) for s, t in zip(relationships["source"], relationships["target"], strict=True)
-             if s in position and t in position]
-    if not edges:
+    known = [(position[s], position[t], float(w)) for s, t, w in zip(relationships["source"],
+             relationships["target"], relationships["weight"], strict=True) if s in position and t in position]
+    if not known:
         return float("nan")
-    graph = ig.Graph(n=len(entities), edges=edges)
-    weights = [float(w) for w, s, t in zip(relationships["weight"], relationships["source"], relationships["target"],
-                                           strict=True) if s in position and t in position]
-    return round(float(graph.modularity(membership, weights=weights)), 4)
+    graph = ig.Graph(n=len(entities), edges=[(s, t) for s, t, _ in known])
+    return round(float(graph.modularity(membership, weights=[w for _, _, w in known])), 4)
 
 
 def integrity_problems(tables: dict[str, pd.DataFrame]) -> list[str]:
