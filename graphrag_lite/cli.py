@@ -160,6 +160,68 @@ def show(
     _guarded(verbose, run)
 
 
+@app.command()
+def aliases(
+    root: RootOption = Path("."),
+    config: ConfigOption = None,
+    set_: SetOption = None,
+    reason: Annotated[str | None, typer.Option("--reason", help="only merges whose reason contains this text")
+                      ] = None,
+    every: Annotated[bool, typer.Option("--all", help="also the names that differ only in case, punctuation, "
+                                        "articles or honorifics")] = False,
+    ambiguous: Annotated[bool, typer.Option("--ambiguous", help="list the names left apart because they fit "
+                                            "several longer names, instead of the merges")] = False,
+    csv: Annotated[Path | None, typer.Option("--csv", help="also write the merges listed as an overrides file "
+                                             "(alias,title,action,reason); change a wrong merge's action to "
+                                             "`never` and name the file in entity_resolution.overrides")] = None,
+    verbose: VerboseOption = False,
+) -> None:
+    """Review entity resolution: the merges it made, with their reasons and counts, or the names it left apart."""
+    from graphrag_lite.config import load_config
+    from graphrag_lite.graph.overrides import NORMALIZED, write_alias_overrides
+    from graphrag_lite.storage import OutputStore
+
+    def run() -> None:
+        store = OutputStore(load_config(root, config, set_ or []).output.base_dir)
+        if not store.has("entity_aliases"):
+            raise GraphragLiteError(f"no entity_aliases table in {store.base_dir}; run `graphrag-lite index` first")
+        if ambiguous:
+            print_ambiguous(store.read("ambiguous_aliases") if store.has("ambiguous_aliases") else None)
+            return
+        table = store.read("entity_aliases")
+        counts = table.groupby("reason").size().sort_values(ascending=False)
+        console.print("merges by reason: " + "; ".join(f"{r} {n:,}" for r, n in counts.items()), highlight=False)
+        shown = table if every else table[table["reason"] != NORMALIZED]
+        if reason:
+            shown = shown[shown["reason"].str.contains(reason, case=False, regex=False)]
+        print_merges(shown)
+        if csv is not None:
+            write_alias_overrides(shown, csv)
+            console.print(f"wrote {csv} ({len(shown):,} merges, action `merge`)", highlight=False)
+
+    _guarded(verbose, run)
+
+
+def print_merges(table: Any) -> None:
+    from rich.table import Table
+
+    listing = Table(title=f"{len(table):,} merges", title_justify="left", padding=(0, 1))
+    for column in ("alias", "merged into", "reason"):
+        listing.add_column(column, overflow="fold")
+    for row in table.sort_values(["title", "alias"]).itertuples():
+        listing.add_row(str(row.alias), str(row.title), str(row.reason))
+    console.print(listing)
+
+
+def print_ambiguous(table: Any) -> None:
+    if table is None:
+        raise GraphragLiteError("this index predates the ambiguous_aliases table; run `graphrag-lite index` again")
+    console.print(f"{len(table):,} names left apart because they fit several longer names (add a `merge` line "
+                  "to entity_resolution.overrides for the one meant):", highlight=False)
+    for row in table.itertuples():
+        console.print(f"  {row.title}: {' | '.join(row.could_be)}", highlight=False)
+
+
 @export_app.command("graphml")
 def export_graphml(
     root: RootOption = Path("."),

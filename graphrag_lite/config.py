@@ -19,7 +19,7 @@ from typing import Any, Literal
 
 import yaml
 from dotenv import dotenv_values
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from graphrag_lite.errors import ConfigError
 
@@ -120,6 +120,19 @@ class EntityResolutionConfig(Section):
     max_edit_distance: int = Field(1, ge=0, le=3, description="two names of the same type that differ in one "
                                    "word merge when that word is this many edits from the other's (a plural ending "
                                    "counts as one) and they share a neighbour; 0 turns this rule off")
+    generic_words: dict[str, list[str]] = Field({}, description="words per entity type that say what kind of "
+                                                "thing a name is, added to the built-in lists (e.g. GEO: [Fjord, "
+                                                "Moor]): a name made only of them merges into nothing, and "
+                                                "'<generic place word> of X' is the place X")
+    overrides: Path | None = Field(None, description="CSV of name pairs to always merge or never merge, columns "
+                                   "alias,title,action (merge or never); `graphrag-lite aliases --csv FILE` writes "
+                                   "the merges made in this form, ready to edit. Editing it re-runs merge_graph "
+                                   "and the stages after it only")
+
+    @field_validator("generic_words")
+    @classmethod
+    def _upper_case(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
+        return {kind.upper(): [w.upper() for w in words] for kind, words in value.items()}
 
 
 class SummarizeDescriptionsConfig(Section):
@@ -437,6 +450,9 @@ def config_from_data(data: dict[str, Any], path: Path, overrides: Overrides = ()
     if "://" not in cfg.vector_store.db_uri and not Path(cfg.vector_store.db_uri).is_absolute():
         cfg.vector_store.db_uri = str((path.parent / cfg.vector_store.db_uri).resolve())
     check_model_references(cfg, path.name)
+    if cfg.entity_resolution.overrides is not None:  # a broken overrides file is found before any model call
+        from graphrag_lite.graph.overrides import read_alias_overrides
+        read_alias_overrides(cfg.entity_resolution.overrides)
     return cfg
 
 

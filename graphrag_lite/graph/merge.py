@@ -14,11 +14,20 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from graphrag_lite.graph.resolution import Candidate, find_aliases, majority, normalize_name
+from graphrag_lite.graph.overrides import NORMALIZED, AliasOverrides
+from graphrag_lite.graph.resolution import (
+    Candidate,
+    Resolution,
+    find_aliases,
+    honorific_gender,
+    majority,
+    normalize_name,
+)
 
 ENTITY_COLUMNS = ["title", "type", "other_types", "descriptions", "text_unit_ids", "frequency"]
 RELATIONSHIP_COLUMNS = ["source", "target", "descriptions", "weight", "text_unit_ids"]
 ALIAS_COLUMNS = ["alias", "title", "reason", "score"]
+AMBIGUOUS_COLUMNS = ["title", "could_be"]
 
 
 @dataclass
@@ -26,12 +35,15 @@ class MergeResult:
     entities: pd.DataFrame
     relationships: pd.DataFrame
     aliases: pd.DataFrame
+    ambiguous_aliases: pd.DataFrame  # names left apart because they fit several longer names
     problems: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
+    overrides_not_applied: list[str] = field(default_factory=list)
 
 
 def merge_graph(raw_entities: pd.DataFrame, raw_relationships: pd.DataFrame, resolve: bool = True,
-                max_edits: int = 1) -> MergeResult:
+                max_edits: int = 1, generic_words: dict[str, frozenset[str]] | None = None,
+                overrides: AliasOverrides | None = None) -> MergeResult:
     keys = [normalize_name(n) for n in raw_entities["name"]]
     groups: dict[str, list[int]] = defaultdict(list)
     for row, key in enumerate(keys):
@@ -51,12 +63,14 @@ def merge_graph(raw_entities: pd.DataFrame, raw_relationships: pd.DataFrame, res
     key_units = {k: {units[r] for r in rows} for k, rows in groups.items()}
 
     canonical = {k: k for k in groups}
-    decisions = []
+    resolution = Resolution([], {})
     if resolve:
-        candidates = [Candidate(k, majority([types[r] for r in rows])[0], len(key_units[k]))
-                      for k, rows in groups.items()]
-        decisions = find_aliases(candidates, neighbours, key_units, max_edits)
-        canonical.update({d.alias: d.canonical for d in decisions})
+        candidates = [Candidate(k, majority([types[r] for r in rows])[0], len(key_units[k]),
+                                _gender([names[r] for r in rows])) for k, rows in groups.items()]
+        resolution = find_aliases(candidates, neighbours, key_units, max_edits, generic_words=generic_words,
+                                  overrides=overrides)
+        canonical.update({d.alias: d.canonical for d in resolution.decisions})
+    decisions = resolution.decisions
 
     members: dict[str, list[int]] = defaultdict(list)
     for key, rows in groups.items():
@@ -68,8 +82,17 @@ def merge_graph(raw_entities: pd.DataFrame, raw_relationships: pd.DataFrame, res
     relationships, problems, counts = _relationship_rows(raw_relationships, rel_keys, canonical, titles)
     counts.update({"raw_entity_records": len(raw_entities), "names_after_normalization": len(groups),
                    "records_without_a_usable_name": sum(1 for key in keys if not key),
-                   "entities": len(entities), "merged_as_aliases": len(decisions)})
-    return MergeResult(entities, relationships, aliases, problems, counts)
+                   "entities": len(entities), "merged_as_aliases": len(decisions),
+                   "ambiguous_names_left_apart": len(resolution.ambiguous),
+                   "overrides_not_applied": len(resolution.overrides_not_applied)})
+    ambiguous = _ambiguous_rows(resolution.ambiguous, titles, canonical)
+    return MergeResult(entities, relationships, aliases, ambiguous, problems, counts,
+                       resolution.overrides_not_applied)
+
+
+def _gender(raw_names: list[str]) -> str:
+    said = {honorific_gender(n) for n in raw_names} - {""}
+    return said.pop() if len(said) == 1 else ""
 
 
 def _title(raw_names: list[str]) -> str:
@@ -99,9 +122,16 @@ def _alias_rows(groups: dict[str, list[int]], canonical: dict[str, str], titles:
         for spelling in sorted({" ".join(names[i].split()).upper() for i in indices}):
             if spelling == titles[target]:
                 continue
-            reason, score = reasons.get(key, ("same name after normalization", 1.0))
+            reason, score = reasons.get(key, (NORMALIZED, 1.0))
             rows.append((spelling, titles[target], reason, score))
     return pd.DataFrame(sorted(rows), columns=ALIAS_COLUMNS)
+
+
+def _ambiguous_rows(ambiguous: dict[str, list[str]], titles: dict[str, str], canonical: dict[str, str]
+                    ) -> pd.DataFrame:
+    rows = [(titles[canonical[key]], sorted({titles[canonical[k]] for k in could_be}))
+            for key, could_be in ambiguous.items() if canonical[key] in titles]
+    return pd.DataFrame(sorted(rows), columns=AMBIGUOUS_COLUMNS)
 
 
 def _relationship_rows(raw: pd.DataFrame, keys: list[tuple[str, str]], canonical: dict[str, str],

@@ -1,20 +1,26 @@
 """Which entity names denote the same thing: the policy of merging, apart from its mechanism (merge.py).
 
 Two steps. Names that normalize alike (case, spacing, punctuation, possessives, leading articles and
-honorifics: "Mr. Holmes", "HOLMES", "Holmes's") are one entity. Then likely aliases merge when every guard
-holds: the same type, no ambiguity (the short name fits exactly one longer name), and evidence in the graph
-(a shared neighbour or a shared text unit):
-- a person's name whose words are all in a longer person's name ("Holmes" -> "Sherlock Holmes");
+honorifics: "Mr. Holmes", "HOLMES", "Holmes's"; a woman's honorific stays, "Mrs. Bennet" is not "Mr.
+Bennet") are one entity. Then likely aliases merge when every guard holds: the same type, no ambiguity (the
+short name fits exactly one longer name; otherwise it stays apart and is recorded as ambiguous), and
+evidence in the graph (a shared neighbour or a shared text unit):
+- a person's name whose words, role titles and a woman's honorific aside, are those of exactly one fuller
+  person's name ("Holmes" -> "Sherlock Holmes", "Senator Velling" -> "Mara Velling", "Mrs. Fenna Sormann" ->
+  "Fenna Sormann"), never across genders an honorific states ("Lady Batten" / "Sir W. Batten");
 - an organization's, place's or event's name whose words are all in the longest of a chain of names of that
-  type ("Northwind" -> "Northwind Logistics" -> "Northwind Logistics Group", "Aldermere" -> "Port Aldermere",
-  "Halvard Summit" -> "Halvard Climate Summit"), when that chain is the only one ("Northwind" beside
-  "Northwind Bank" is ambiguous and stays);
+  type ("Northwind" -> "Northwind Logistics" -> "Northwind Logistics Group", "Halvard Summit" -> "Halvard
+  Climate Summit"), when that chain is the only one ("Northwind" beside "Northwind Bank" is ambiguous), into
+  the fullest name of the chain the graph ties it to; a place only when the longer name adds generic place
+  words ("Aldermere" -> "Port Aldermere", not "Westminster" -> "Westminster Hall");
 - an acronym of exactly one longer name of the same type ("CFA" -> "Coastal Fisheries Authority", "USA" ->
   "United States of America": the initials of its words, small words aside);
 - organization names equal but for a company suffix ("Acme Corp" -> "Acme Corporation" -> "Acme");
 - names equal but for one word spelled slightly differently (Muhammed / Mohammed, Bennet / Bennett, bomb /
-  bombs; not numbers, dates, regnal numbers or opposites), for any type.
-Every decision comes back with its reason, for the `entity_aliases` table.
+  bombs; not numbers, dates, regnal numbers, opposites or short words: Gomma / Gumma), for any type.
+Generic words per type (GENERIC_WORDS, extended by settings) name what kind of thing a name is: a name made
+only of them merges into nothing. A user's overrides (overrides.py) come before every rule. Every decision
+comes back with its reason, for the `entity_aliases` table.
 """
 
 from __future__ import annotations
@@ -22,8 +28,11 @@ from __future__ import annotations
 import re
 import unicodedata
 from collections import Counter, defaultdict
-from collections.abc import Callable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
+
+if TYPE_CHECKING:
+    from graphrag_lite.graph.overrides import AliasOverrides
 
 ARTICLES = frozenset({"THE", "A", "AN"})
 # role titles a person is called by ("Senator Velling"); kept in names, set aside when matching persons
@@ -36,6 +45,8 @@ TITLES = frozenset({"KING", "QUEEN", "PRINCE", "PRINCESS", "DUKE", "DUCHESS", "E
 HONORIFICS = frozenset({"MR", "MRS", "MS", "MISS", "DR", "SIR", "DAME", "LADY", "LORD", "PROF", "PROFESSOR",
                         "CAPT", "CAPTAIN", "COL", "COLONEL", "GEN", "GENERAL", "REV", "REVEREND", "MADAM",
                         "MADAME", "MONSIEUR", "HERR", "FRAU", "AGENT", "SERGEANT", "SGT", "LIEUTENANT", "LT"})
+FEMALE_HONORIFICS = frozenset({"MRS", "MS", "MISS", "LADY", "DAME", "MADAM", "MADAME", "FRAU"})
+MALE_HONORIFICS = frozenset({"MR", "SIR", "LORD", "MONSIEUR", "HERR"})
 COMPANY_SUFFIXES = frozenset({"CORP", "CORPORATION", "INC", "INCORPORATED", "CO", "COMPANY", "LTD", "LIMITED",
                               "LLC", "PLC", "GMBH", "AG", "SA", "LLP"})
 ROMAN = re.compile(r"[IVXLCDM]+")
@@ -44,20 +55,54 @@ OPPOSITES = frozenset(frozenset(pair) for pair in (
     ("INNER", "OUTER"), ("MEN", "WOMEN"), ("MALE", "FEMALE"), ("BEFORE", "AFTER"), ("MINOR", "MAJOR"),
     ("NATIONAL", "INTERNATIONAL"), ("SENIOR", "JUNIOR"), ("FIRST", "FINAL"), ("SOUTHEAST", "SOUTHWEST"),
     ("NORTHEAST", "NORTHWEST"), ("NORTHEAST", "SOUTHEAST"), ("NORTHWEST", "SOUTHWEST")))
+MIN_VARIANT_LENGTH = 6  # shorter words differ by a letter only as a plural ending
 MAX_POSTING = 50  # a word shared by more names than this (JOHN, LONDON) proposes no candidates
-Evidence = Callable[[str, str], bool]
+SHORTENED_TYPES = frozenset({"ORGANIZATION", "GEO", "EVENT"})
+SMALL_WORDS = frozenset({"OF", "AND", "THE", "FOR", "&", "DE", "LA", "DER", "VON", "VAN"})
+JOINING_WORDS = frozenset({"AND", "&", "OR", "I", "WITH"})  # "WHITE HALL AND WESTMINSTER HALL" names two things
+# words that say what kind of thing a name is, not which one: a name made only of them merges into nothing, and
+# "<generic place word> of X" is the place X; settings add to these (entity_resolution.generic_words). Place
+# words name the kind of area or natural feature ("Lake Ostra" is Ostra), never a building or facility in it
+# ("Westminster Hall" is not Westminster), so HALL, STREET, BRIDGE, ABBEY, STATION are not among them.
+GENERIC_WORDS: dict[str, frozenset[str]] = {
+    "PERSON": HONORIFICS | TITLES | ROLES,
+    "ORGANIZATION": COMPANY_SUFFIXES | frozenset({
+        "GROUP", "HOLDINGS", "INSTITUTE", "ASSOCIATION", "SOCIETY", "FOUNDATION", "UNION", "COUNCIL", "BANK",
+        "UNIVERSITY", "COLLEGE", "AGENCY", "AUTHORITY", "MINISTRY", "DEPARTMENT", "COMMITTEE", "PARTY", "CLUB",
+        "TRUST", "PARTNERS", "BOARD", "OFFICE", "COMMISSION", "ARMY", "NAVY", "COURT", "CHURCH", "SCHOOL"}),
+    "GEO": frozenset({
+        "REPUBLIC", "KINGDOM", "EMPIRE", "DUCHY", "PRINCIPALITY", "EMIRATE", "SULTANATE", "PORT", "CITY", "TOWN",
+        "VILLAGE", "COUNTY", "SHIRE", "ISLE", "ISLAND", "ISLANDS", "LAKE", "STATE", "PROVINCE", "REGION",
+        "DISTRICT", "BAY", "GULF", "MOUNT", "MOUNTAIN", "RIVER", "VALLEY", "CAPE", "FORT", "STRAIT", "SEA",
+        "COAST", "PENINSULA", "HARBOUR", "HARBOR", "FOREST", "WOODS", "HILLS", "HEIGHTS", "SPRINGS", "MOOR",
+        "MARSH", "DESERT", "PLAINS", "PLATEAU", "FJORD", "ISLES", "ATOLL", "OASIS"}),
+    "EVENT": frozenset({
+        "SUMMIT", "CONFERENCE", "FORUM", "GAMES", "CONVENTION", "SYMPOSIUM", "ASSEMBLY", "EXHIBITION", "FESTIVAL",
+        "CONGRESS", "WAR", "BATTLE", "TREATY", "CRISIS", "SIEGE", "REVOLUTION", "ELECTION", "FAIR", "EXPO",
+        "CHAMPIONSHIP", "CHAMPIONSHIPS", "CUP", "MEETING", "TALKS", "TRIAL", "FIRE", "PLAGUE"}),
+}
 
 
 def normalize_name(name: str) -> str:
     """The grouping key of a name: upper case, punctuation as spaces, no possessive, no leading article or
-    honorific (unless that is the whole name)."""
+    honorific (unless that is the whole name). A woman's honorific stays: "Mrs. Bennet" is not "Mr. Bennet",
+    nor "Lady Batten" "Sir W. Batten"."""
     text = unicodedata.normalize("NFKC", name).upper().replace("\u2019", "'")
     text = re.sub(r"'S\b", "", text)
     text = re.sub(r"[^\w\s&-]", " ", text)
     words = text.split()
-    while len(words) > 1 and (words[0] in ARTICLES or words[0] in HONORIFICS):
+    while len(words) > 1 and (words[0] in ARTICLES or words[0] in HONORIFICS) and words[0] not in FEMALE_HONORIFICS:
         words = words[1:]
     return " ".join(words)
+
+
+def honorific_gender(name: str) -> str:
+    """"F" for "Mrs. Bennet", "M" for "Sir W. Batten", "" when the name does not say."""
+    words = re.sub(r"[^\w\s]", " ", name.upper()).split()
+    while words and words[0] in ARTICLES:
+        words = words[1:]
+    first = words[0] if len(words) > 1 else ""
+    return "F" if first in FEMALE_HONORIFICS else "M" if first in MALE_HONORIFICS else ""
 
 
 @dataclass(frozen=True)
@@ -65,6 +110,7 @@ class Candidate:
     key: str  # normalized name
     type: str
     frequency: int
+    gender: str = ""  # what an honorific says ("F", "M"), for persons: Lady Batten is not Sir W. Batten
 
 
 @dataclass(frozen=True)
@@ -75,134 +121,237 @@ class AliasDecision:
     score: float
 
 
+@dataclass
+class Resolution:
+    decisions: list[AliasDecision]
+    ambiguous: dict[str, list[str]]  # a name left apart because it fits several longer names -> those names
+    overrides_not_applied: list[str] = field(default_factory=list)  # why, one line per override row
+
+
+OVERRIDDEN = "merged by the overrides file"
+
+
 def find_aliases(candidates: list[Candidate], neighbours: dict[str, set[str]], text_units: dict[str, set[str]],
-                 max_edits: int, require_evidence: bool = True) -> list[AliasDecision]:
-    """Alias decisions between normalized entities; each alias points at a final canonical key."""
-    by_key = {c.key: c for c in candidates}
-    postings: dict[str, list[str]] = defaultdict(list)
-    for c in candidates:
-        for word in set(c.key.split()):
-            postings[word].append(c.key)
-
-    def evidence(a: str, b: str) -> bool:
-        if not require_evidence:
-            return True
-        return bool(neighbours.get(a, set()) & (neighbours.get(b, set()) | {b})) or \
-            bool(text_units.get(a, set()) & text_units.get(b, set()))
-
-    initials: dict[str, list[str]] = defaultdict(list)
-    for c in candidates:
-        if c.type in SHORTENED_TYPES and len(c.key.split()) >= 2:
-            initials[_initials(c.key)].append(c.key)
-    decisions: dict[str, AliasDecision] = {}
+                 max_edits: int, require_evidence: bool = True, generic_words: dict[str, frozenset[str]] | None = None,
+                 overrides: AliasOverrides | None = None) -> Resolution:
+    """Alias decisions between normalized entities; each alias points at a final canonical key. A user's
+    overrides come first: their merges are made, and their pairs kept apart whatever the rules say."""
+    names = _NameIndex(candidates, neighbours, text_units, require_evidence, generic_words or GENERIC_WORDS)
+    never = overrides.never if overrides else frozenset()
+    decisions, not_applied = _forced_merges(overrides, names.by_key)
     for c in sorted(candidates, key=lambda c: (len(c.key), c.key)):
         if c.key in decisions:
             continue
-        decision = (_person_subset(c, by_key, postings, evidence) or _company_suffix(c, by_key, postings)
-                    or _shorter_name(c, by_key, postings, evidence) or _acronym(c, by_key, initials, evidence)
-                    or _similar_spelling(c, by_key, postings, evidence, max_edits))
+        decision = (names.person_subset(c) or names.company_suffix(c) or names.shorter_name(c)
+                    or names.acronym(c) or names.similar_spelling(c, max_edits))
         target = decisions.get(decision.canonical) if decision else None
-        if decision and not (target and target.canonical == c.key):  # two rules may disagree on direction
+        if decision and not (target and target.canonical == c.key) and \
+                frozenset((c.key, decision.canonical)) not in never:  # rules may disagree on direction
             decisions[c.key] = decision
-    return _resolve_chains(decisions)
+    resolved = _resolve_chains(decisions)
+    if never:
+        resolved = _kept_apart(resolved, never, names.by_key)
+    ambiguous = {k: v for k, v in names.ambiguous.items() if k not in decisions}
+    return Resolution(resolved, ambiguous, not_applied)
 
 
-def _words_candidates(key: str, postings: dict[str, list[str]]) -> set[str]:
-    """Names sharing every word of `key` (through words that are not too common)."""
-    lists = [postings[w] for w in set(key.split()) if len(postings[w]) <= MAX_POSTING]
-    if not lists:
-        return set()
-    result = set(lists[0])
-    for other in lists[1:]:
-        result &= set(other)
-    result.discard(key)
-    return result
+def _forced_merges(overrides: AliasOverrides | None, by_key: dict[str, Candidate]
+                   ) -> tuple[dict[str, AliasDecision], list[str]]:
+    if overrides is None:
+        return {}, []
+    decisions, not_applied = {}, []
+    for alias, title in overrides.merge.items():
+        absent = [overrides.spelled[k] for k in (alias, title) if k not in by_key]
+        if absent:
+            not_applied.append(f"merge {overrides.spelled[alias]} -> {overrides.spelled[title]}: "
+                               f"{' and '.join(absent)} not in the graph")
+        else:
+            decisions[alias] = AliasDecision(alias, title, OVERRIDDEN, 1.0)
+    return decisions, not_applied
 
 
-def _person_subset(c: Candidate, by_key: dict[str, Candidate], postings: dict[str, list[str]],
-                   evidence: Evidence) -> AliasDecision | None:
-    """Role titles aside ("Senator Velling" is Velling), the name's words are in exactly one longer name."""
-    if c.type != "PERSON":
-        return None
-    key = _without_role(c.key)
-    words = set(key.split())
-    longer = [k for k in _words_candidates(key, postings)
-              if k != c.key and by_key[k].type == "PERSON" and words < set(_without_role(k).split())]
-    if len(longer) != 1 or not evidence(c.key, longer[0]):
-        return None  # none, or ambiguous ("Holmes": Sherlock or Mycroft?), or no evidence
-    return AliasDecision(c.key, longer[0], "name words contained in a longer person's name", 1.0)
+def _kept_apart(decisions: list[AliasDecision], never: frozenset[frozenset[str]], by_key: dict[str, Candidate]
+                ) -> list[AliasDecision]:
+    """Undo the merges that would put a pair the user keeps apart in one node (the alias of the two leaves;
+    when both are aliases of a third name, the first one listed, in name order)."""
+    node = {d.alias: d.canonical for d in decisions}
+    undone: set[str] = set()
+    for pair in never:
+        a, b = sorted(pair)
+        if a in by_key and b in by_key and node.get(a, a) == node.get(b, b):
+            undone.add(a if a in node else b)
+    return [d for d in decisions if d.alias not in undone]
 
 
-SHORTENED_TYPES = frozenset({"ORGANIZATION", "GEO", "EVENT"})
-SMALL_WORDS = frozenset({"OF", "AND", "THE", "FOR", "&", "DE", "LA", "DER", "VON", "VAN"})
-JOINING_WORDS = frozenset({"AND", "&", "OR", "I", "WITH"})  # "WHITE HALL AND WESTMINSTER HALL" names two things
-PLACE_HEADS = frozenset({"REPUBLIC", "KINGDOM", "PORT", "CITY", "TOWN", "COUNTY", "ISLE", "ISLAND", "LAKE",
-                         "STATE", "PROVINCE", "DISTRICT", "BAY", "GULF", "MOUNT", "RIVER", "VALLEY"})
+class _NameIndex:
+    """The names of one graph, indexed by word and by initials, with the evidence between them."""
 
+    def __init__(self, candidates: list[Candidate], neighbours: dict[str, set[str]],
+                 text_units: dict[str, set[str]], require_evidence: bool,
+                 generic_words: dict[str, frozenset[str]]) -> None:
+        self.by_key = {c.key: c for c in candidates}
+        self.postings: dict[str, list[str]] = defaultdict(list)
+        self.initials: dict[str, list[str]] = defaultdict(list)
+        for c in candidates:
+            for word in set(c.key.split()):
+                self.postings[word].append(c.key)
+            if c.type in SHORTENED_TYPES and len(c.key.split()) >= 2:
+                self.initials[_initials(c.key)].append(c.key)
+        self.neighbours, self.text_units, self.require_evidence = neighbours, text_units, require_evidence
+        self.generic_words = generic_words
+        self.ambiguous: dict[str, list[str]] = {}
 
-def _shorter_name(c: Candidate, by_key: dict[str, Candidate], postings: dict[str, list[str]],
-                  evidence: Evidence) -> AliasDecision | None:
-    """A shortened name of exactly one longest name of the same type, with evidence in the graph."""
-    if c.type not in SHORTENED_TYPES or (len(c.key.split()) == 1 and c.key in HONORIFICS | TITLES):
-        return None
-    words = set(c.key.split())
-    longer = {k for k in _words_candidates(c.key, postings) if by_key[k].type == c.type and words < set(k.split())}
-    # the longest names: those no other candidate contains ("NORTHWIND LOGISTICS GROUP", not its shorter forms)
-    longest = [k for k in longer if not any(set(k.split()) < set(o.split()) for o in longer)]
-    if len(longest) != 1 or any(not set(k.split()) <= set(longest[0].split()) for k in longer):
-        return None  # none, or two different longer names could be meant: ambiguous
-    if c.type == "ORGANIZATION" and _company_core(longest[0]) == _company_core(c.key):
-        return None  # only a company suffix apart: the suffix rule picks the most mentioned spelling
-    if not evidence(c.key, longest[0]) or JOINING_WORDS & set(longest[0].split()) or \
-            _part_of(c.key, longest[0]):
-        return None
-    return AliasDecision(c.key, longest[0], f"shortened {c.type.lower()} name", 1.0)
+    def evidence(self, a: str, b: str) -> bool:
+        if not self.require_evidence:
+            return True
+        return bool(self.neighbours.get(a, set()) & (self.neighbours.get(b, set()) | {b})) or \
+            bool(self.text_units.get(a, set()) & self.text_units.get(b, set()))
+
+    def containing(self, key: str) -> set[str]:
+        """Names sharing every word of `key` (through words that are not too common)."""
+        lists = [self.postings[w] for w in set(key.split()) if len(self.postings[w]) <= MAX_POSTING]
+        if not lists:
+            return set()
+        result = set(lists[0])
+        for other in lists[1:]:
+            result &= set(other)
+        result.discard(key)
+        return result
+
+    def nearest_evidenced(self, key: str, targets: list[str]) -> str | None:
+        """The fullest of `targets` (most words, then most mentioned) that the graph ties to `key`."""
+        ranked = sorted(targets, key=lambda k: (-len(set(k.split())), -self.by_key[k].frequency, k))
+        return next((k for k in ranked if self.evidence(key, k)), None)
+
+    def generic_only(self, c: Candidate) -> bool:
+        """A name made only of its type's generic words ("LAKE", "THE SUMMIT", "GROUP"), or a bare title of
+        any type ("QUEEN"), names no one thing."""
+        generic = self.generic_words.get(c.type, frozenset()) | SMALL_WORDS
+        return set(c.key.split()) <= generic or c.key in HONORIFICS | TITLES
+
+    def person_subset(self, c: Candidate) -> AliasDecision | None:
+        """Role titles aside ("Senator Velling" is Velling), the name's words are those of exactly one person
+        named in full: the same words with a role title, or more words."""
+        if c.type != "PERSON" or self.generic_only(c):
+            return None
+        key = _without_role(c.key)
+        words = frozenset(key.split())
+        fuller = [k for k in self.containing(key) if self.by_key[k].type == "PERSON" and k != key
+                  and words <= frozenset(_without_role(k).split()) and _same_gender(c, self.by_key[k])]
+        same = [k for k in fuller if frozenset(_without_role(k).split()) == words]
+        # "Mrs. Fenna Sormann" is Fenna Sormann, but "Mrs. Bennet" need not be the Bennet named alone
+        surname_only = c.key.split()[0] in FEMALE_HONORIFICS and len(words) == 1
+        if key != c.key and key in self.by_key and not surname_only and _same_gender(c, self.by_key[key]) and \
+                self.evidence(c.key, key):
+            return AliasDecision(c.key, key, "the same person's name with a title", 1.0)
+        longer = {frozenset(_without_role(k).split()) for k in fuller} - {words}
+        if len(longer) > 1:  # "Holmes": Sherlock or Mycroft?
+            self.ambiguous[c.key] = sorted(k for k in fuller if k not in same)
+        if len(longer) != 1:
+            return None
+        targets = sorted(k for k in fuller if k not in same and k != c.key)
+        target = self.nearest_evidenced(c.key, [k for k in targets if _without_role(k) == k]) or \
+            self.nearest_evidenced(c.key, targets)  # "Katya Masvenley" rather than "Commissioner Katya ..."
+        if target is None:
+            return None
+        return AliasDecision(c.key, target, "name words contained in a longer person's name", 1.0)
+
+    def shorter_name(self, c: Candidate) -> AliasDecision | None:
+        """A shortened name of exactly one longest name of the same type, merged into the fullest name of that
+        chain the graph ties it to ("Aldermere" -> "Port of Aldermere", or "Port Aldermere" if only that one
+        shares a text unit or neighbour with it)."""
+        if c.type not in SHORTENED_TYPES or self.generic_only(c):
+            return None
+        words = set(c.key.split())
+        longer = {k for k in self.containing(c.key) if self.by_key[k].type == c.type and words < set(k.split())}
+        # the longest names: those no other candidate contains ("NORTHWIND LOGISTICS GROUP", not its shorter forms)
+        longest = [k for k in longer if not any(set(k.split()) < set(o.split()) for o in longer)]
+        if len(longest) > 1 or any(not set(k.split()) <= set(longest[0].split()) for k in longer):
+            self.ambiguous[c.key] = sorted(longest)  # "Northwind": Northwind Logistics or Northwind Bank?
+            return None
+        if not longest or JOINING_WORDS & set(longest[0].split()) or self.part_of(c.key, longest[0]) or \
+                (c.type == "GEO" and not self.only_generic_added(c, longest[0])):
+            return None
+        if c.type == "ORGANIZATION" and _company_core(longest[0]) == _company_core(c.key):
+            return None  # only a company suffix apart: the suffix rule picks the most mentioned spelling
+        target = self.nearest_evidenced(c.key, sorted(longer))
+        if target is None:
+            return None
+        return AliasDecision(c.key, target, f"shortened {c.type.lower()} name", 1.0)
+
+    def only_generic_added(self, c: Candidate, longer: str) -> bool:
+        """"Port Aldermere" is Aldermere, but "Westminster Hall" is a building in Westminster and "New York"
+        is not York: a place's longer name is the same place only when it adds generic place words."""
+        added = set(longer.split()) - set(c.key.split()) - SMALL_WORDS
+        return added <= self.generic_words.get(c.type, frozenset())
+
+    def part_of(self, short: str, long: str) -> bool:
+        """"KENT" in "EARLDOM OF KENT", "BOHEMIA" in "QUEEN OF BOHEMIA": the longer name is of the shorter one's
+        thing, a different entity, unless its head is a generic place word ("REPUBLIC OF VESKARIA")."""
+        head, of, tail = long.partition(" OF ")
+        return bool(of) and short.split()[-1] in tail.split() and \
+            head.split()[-1] not in self.generic_words.get("GEO", frozenset())
+
+    def acronym(self, c: Candidate) -> AliasDecision | None:
+        """A one-word name of 2-6 letters that is the initials of exactly one longer name of its type."""
+        if c.type not in SHORTENED_TYPES or " " in c.key or not 2 <= len(c.key) <= 6 or not c.key.isalpha():
+            return None
+        expanded = [k for k in self.initials.get(c.key, []) if self.by_key[k].type == c.type]
+        if len(expanded) > 1:
+            self.ambiguous[c.key] = sorted(expanded)
+        if len(expanded) != 1 or not self.evidence(c.key, expanded[0]):
+            return None
+        return AliasDecision(c.key, expanded[0], "acronym of a longer name", 1.0)
+
+    def company_suffix(self, c: Candidate) -> AliasDecision | None:
+        if c.type != "ORGANIZATION":
+            return None
+        core = _company_core(c.key)
+        if not core:
+            return None
+        same = [k for k in self.postings.get(core.split()[0], []) if k != c.key
+                and self.by_key[k].type == "ORGANIZATION" and _company_core(k) == core]
+        if not same:
+            return None
+        # everything with the same core merges into its most mentioned spelling
+        best = max([c.key, *same], key=lambda k: (self.by_key[k].frequency, len(k), k))
+        if best == c.key:
+            return None
+        return AliasDecision(c.key, best, "same organization name but for a company suffix", 1.0)
+
+    def similar_spelling(self, c: Candidate, max_edits: int) -> AliasDecision | None:
+        best: tuple[float, str] | None = None
+        for word in set(c.key.split()):
+            if len(self.postings[word]) > MAX_POSTING:
+                continue
+            for other in self.postings[word]:
+                if other == c.key or self.by_key[other].type != c.type:
+                    continue
+                score = one_word_variant(c.key, other, max_edits)
+                if score is not None and (best is None or score > best[0]):
+                    best = (score, other)
+        if best is None or not self.evidence(c.key, best[1]):
+            return None
+        other = best[1]
+        if (self.by_key[other].frequency, other) < (c.frequency, c.key):
+            return None  # the more mentioned spelling survives; that pair is decided from the other side
+        return AliasDecision(c.key, other, "spelling variant of one word", round(best[0], 3))
 
 
 def _initials(key: str) -> str:
     return "".join(w[0] for w in key.split() if w not in SMALL_WORDS)
 
 
-def _acronym(c: Candidate, by_key: dict[str, Candidate], initials: dict[str, list[str]],
-             evidence: Evidence) -> AliasDecision | None:
-    """A one-word name of 2-6 letters that is the initials of exactly one longer name of its type."""
-    if c.type not in SHORTENED_TYPES or " " in c.key or not 2 <= len(c.key) <= 6 or not c.key.isalpha():
-        return None
-    expanded = [k for k in initials.get(c.key, []) if by_key[k].type == c.type]
-    if len(expanded) != 1 or not evidence(c.key, expanded[0]):
-        return None
-    return AliasDecision(c.key, expanded[0], "acronym of a longer name", 1.0)
-
-
-def _part_of(short: str, long: str) -> bool:
-    """"KENT" in "EARLDOM OF KENT", "BOHEMIA" in "QUEEN OF BOHEMIA": the longer name is of the shorter one's
-    thing, a different entity, unless its head is a generic place word ("REPUBLIC OF VESKARIA")."""
-    head, of, tail = long.partition(" OF ")
-    return bool(of) and short.split()[-1] in tail.split() and head.split()[-1] not in PLACE_HEADS
+def _same_gender(a: Candidate, b: Candidate) -> bool:
+    return not (a.gender and b.gender and a.gender != b.gender)
 
 
 def _without_role(key: str) -> str:
+    """A person's name without its role titles ("SENATOR VELLING") or a woman's honorific ("MRS BENNET")."""
     words = key.split()
-    while len(words) > 1 and words[0] in ROLES:
+    while len(words) > 1 and (words[0] in ROLES or words[0] in FEMALE_HONORIFICS):
         words = words[1:]
     return " ".join(words)
-
-
-def _company_suffix(c: Candidate, by_key: dict[str, Candidate], postings: dict[str, list[str]]) -> AliasDecision | None:
-    if c.type != "ORGANIZATION":
-        return None
-    core = _company_core(c.key)
-    if not core:
-        return None
-    same = [k for k in postings.get(core.split()[0], []) if k != c.key and by_key[k].type == "ORGANIZATION"
-            and _company_core(k) == core]
-    if not same:
-        return None
-    # everything with the same core merges into its most mentioned spelling
-    best = max([c.key, *same], key=lambda k: (by_key[k].frequency, len(k), k))
-    if best == c.key:
-        return None
-    return AliasDecision(c.key, best, "same organization name but for a company suffix", 1.0)
 
 
 def _company_core(key: str) -> str:
@@ -212,31 +361,12 @@ def _company_core(key: str) -> str:
     return " ".join(words)
 
 
-def _similar_spelling(c: Candidate, by_key: dict[str, Candidate], postings: dict[str, list[str]], evidence: Evidence,
-                      max_edits: int) -> AliasDecision | None:
-    best: tuple[float, str] | None = None
-    for word in set(c.key.split()):
-        if len(postings[word]) > MAX_POSTING:
-            continue
-        for other in postings[word]:
-            if other == c.key or by_key[other].type != c.type:
-                continue
-            score = one_word_variant(c.key, other, max_edits)
-            if score is not None and (best is None or score > best[0]):
-                best = (score, other)
-    if best is None or not evidence(c.key, best[1]):
-        return None
-    other = best[1]
-    if (by_key[other].frequency, other) < (c.frequency, c.key):
-        return None  # the more mentioned spelling survives; that pair is decided from the other side
-    return AliasDecision(c.key, other, "spelling variant of one word", round(best[0], 3))
-
-
 def one_word_variant(a: str, b: str, max_edits: int) -> float | None:
     """1 / (1 + edits) for the one word (hyphens split words) in which two names differ, when that is a
     spelling variant (MUHAMMED / MOHAMMED, DEURSEN / DEUSEN, BOMB / BOMBS) and not a different thing:
     numbers, dates and regnal numbers (HENRY III / HENRY VIII), opposites (EASTERN / WESTERN), other names
-    (JONG-NAM / JONG-UN) or other words (MINISTER / MINISTRY). None otherwise."""
+    (JONG-NAM / JONG-UN), other words (MINISTER / MINISTRY) or, in words under six letters, anything but a
+    plural (KINGDOM OF GOMMA / KINGDOM OF GUMMA are two kingdoms). None otherwise."""
     words_a, words_b = a.replace("-", " ").split(), b.replace("-", " ").split()
     if len(words_a) != len(words_b):
         return None
@@ -246,7 +376,11 @@ def one_word_variant(a: str, b: str, max_edits: int) -> float | None:
     x, y = differing[0]
     if _numeric(x) or _numeric(y) or frozenset((x, y)) in OPPOSITES or x[0] != y[0] or min(len(x), len(y)) < 4:
         return None
-    edits = 1 if _plural_pair(x, y) else edit_distance(x, y, max_edits)
+    if _plural_pair(x, y):
+        return 0.5
+    if min(len(x), len(y)) < MIN_VARIANT_LENGTH:
+        return None  # in a short word one letter makes another name: GOMMA / GUMMA, IRAN / IRAQ
+    edits = edit_distance(x, y, max_edits)
     return 1.0 / (1 + edits) if edits <= max_edits else None
 
 

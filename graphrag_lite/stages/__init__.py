@@ -9,7 +9,7 @@ standard pipeline (pipelines/standard.yaml):
 3. extract_graph          base_text_units  (LLM)             -> raw_entities, raw_relationships
 4. extract_claims         base_text_units  (LLM, optional)   -> raw_claims
 5. merge_graph            raw_entities, raw_relationships    -> merged_entities, merged_relationships,
-                                                                entity_aliases
+                                                                entity_aliases, ambiguous_aliases
 6. summarize_descriptions merged_*         (LLM)             -> summarized_entities, summarized_relationships
 7. cluster_graph          summarized_*                       -> entities, relationships, communities
 8. finalize_text_units    base_text_units, entities, relationships, raw_claims, entity_aliases

@@ -2,37 +2,57 @@
 
 from __future__ import annotations
 
-from graphrag_lite.graph.merge import merge_graph
+from graphrag_lite.config import EntityResolutionConfig
+from graphrag_lite.graph.merge import MergeResult, merge_graph
+from graphrag_lite.graph.overrides import read_alias_overrides
+from graphrag_lite.graph.resolution import GENERIC_WORDS
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 
 
 def run(ctx: StageContext) -> StageResult:
     cfg = ctx.config.entity_resolution
     result = merge_graph(ctx.read("raw_entities"), ctx.read("raw_relationships"), resolve=cfg.enabled,
-                         max_edits=cfg.max_edit_distance)
-    c = result.counts
-    summary = (f"{c['raw_entity_records']} entity records -> {c['names_after_normalization']} names -> "
-               f"{c['entities']} entities ({c['merged_as_aliases']} merged as aliases, see entity_aliases); "
-               f"{c['raw_relationship_records']} relationship records -> {c['relationships']} relationships")
-    if c["records_without_a_usable_name"]:
-        summary += f"; {c['records_without_a_usable_name']} entity records left out: their names are only " \
-                   "punctuation"
-    if c["relationships_to_unknown_entities"]:
-        summary += f"; {c['relationships_to_unknown_entities']} relationships to names never extracted as entities" \
-                   " left out (listed in stats.json)"
+                         max_edits=cfg.max_edit_distance, generic_words=generic_words(cfg),
+                         overrides=read_alias_overrides(cfg.overrides) if cfg.overrides else None)
     return StageResult(
         tables={"merged_entities": result.entities, "merged_relationships": result.relationships,
-                "entity_aliases": result.aliases},
-        summary=summary,
-        details={**c, "relationships_left_out": result.problems},
+                "entity_aliases": result.aliases, "ambiguous_aliases": result.ambiguous_aliases},
+        summary=summary(result),
+        details={**result.counts, "relationships_left_out": result.problems,
+                 "overrides_not_applied": result.overrides_not_applied},
     )
+
+
+def generic_words(cfg: EntityResolutionConfig) -> dict[str, frozenset[str]]:
+    """The built-in generic words per entity type and the project's own."""
+    kinds = set(GENERIC_WORDS) | set(cfg.generic_words)
+    return {k: GENERIC_WORDS.get(k, frozenset()) | frozenset(cfg.generic_words.get(k, [])) for k in kinds}
+
+
+def summary(result: MergeResult) -> str:
+    c = result.counts
+    text = (f"{c['raw_entity_records']} entity records -> {c['names_after_normalization']} names -> "
+            f"{c['entities']} entities ({c['merged_as_aliases']} merged as aliases, see entity_aliases); "
+            f"{c['raw_relationship_records']} relationship records -> {c['relationships']} relationships")
+    if c["ambiguous_names_left_apart"]:
+        text += f"; {c['ambiguous_names_left_apart']} names fit several longer names and were left apart " \
+                "(ambiguous_aliases; `graphrag-lite aliases --ambiguous`)"
+    if c["records_without_a_usable_name"]:
+        text += f"; {c['records_without_a_usable_name']} entity records left out: their names are only punctuation"
+    if c["relationships_to_unknown_entities"]:
+        text += f"; {c['relationships_to_unknown_entities']} relationships to names never extracted as entities" \
+                " left out (listed in stats.json)"
+    if c["overrides_not_applied"]:
+        text += f"; {c['overrides_not_applied']} rows of entity_resolution.overrides not applied: " + \
+                "; ".join(result.overrides_not_applied[:3]) + (" ..." if c["overrides_not_applied"] > 3 else "")
+    return text
 
 
 STAGE = Stage(
     name="merge_graph",
     description="merge entity records by normalized name and resolved aliases; merge relationships",
     reads=("raw_entities", "raw_relationships"),
-    writes=("merged_entities", "merged_relationships", "entity_aliases"),
+    writes=("merged_entities", "merged_relationships", "entity_aliases", "ambiguous_aliases"),
     config_sections=("entity_resolution",),
     run=run,
 )
