@@ -129,6 +129,15 @@ class EntityResolutionConfig(Section):
                                    "the merges made in this form, ready to edit. Editing it re-runs merge_graph "
                                    "and the stages after it only")
 
+    confirm_with_model: bool = Field(False, description="ask the chat model which longer name a name the rules "
+                                     "left apart as ambiguous denotes, if any (\"Northwind\": Northwind Logistics "
+                                     "or Northwind Bank?), from their descriptions: one cached call per ambiguous "
+                                     "name")
+    model_id: str = Field("default_chat_model", description="id of a model in `models` (confirm_with_model)")
+    prompt: Path | None = Field(None, description="prompt file (confirm_with_model); unset: the packaged default")
+    max_completion_tokens: int | None = Field(1000, ge=1, description="longest answer (confirm_with_model); a "
+                                              "reasoning model needs room to think")
+
     @field_validator("generic_words")
     @classmethod
     def _upper_case(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:

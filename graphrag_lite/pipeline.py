@@ -234,11 +234,12 @@ def dry_run(config: GraphRagConfig, pipeline: Pipeline, console: Console) -> dic
 
 def needs_model(stage: Stage, config: GraphRagConfig) -> bool:
     """Whether the stage calls a model as configured: not when its own section (the first it reads) is
-    disabled or names no model (extract_claims.enabled: false, embed_text.model_id: null)."""
+    disabled, names no model (extract_claims.enabled: false, embed_text.model_id: null) or leaves the model
+    out (entity_resolution.confirm_with_model: false)."""
     if not stage.uses_model or not stage.config_sections:
         return stage.uses_model
     own = getattr(config, stage.config_sections[0])
-    if getattr(own, "enabled", True) is False:
+    if getattr(own, "enabled", True) is False or getattr(own, "confirm_with_model", True) is False:
         return False
     ids = [getattr(own, key) for key in ("model_id", "chat_model_id", "embedding_model_id") if hasattr(own, key)]
     return not ids or any(model_id is not None for model_id in ids)

@@ -30,6 +30,15 @@ class AliasOverrides:
     merge: dict[str, str] = field(default_factory=dict)  # normalized alias -> normalized name it merges into
     never: frozenset[frozenset[str]] = frozenset()  # pairs of normalized names kept apart
     spelled: dict[str, str] = field(default_factory=dict)  # normalized name -> as the file spells it
+    reasons: dict[str, str] = field(default_factory=dict)  # alias -> why, for merges not from the file
+
+    def with_merges(self, merges: dict[str, str], reason: str) -> AliasOverrides:
+        """These and `merges` (titles: alias -> the name it merges into); the file's own lines win."""
+        added = {normalize_name(a): normalize_name(t) for a, t in merges.items()}
+        added = {a: t for a, t in added.items() if a not in self.merge}
+        spelled = {**{key: key for key in [*added, *added.values()]}, **self.spelled}
+        return AliasOverrides({**self.merge, **added}, self.never, spelled,
+                              {**self.reasons, **dict.fromkeys(added, reason)})
 
 
 def read_alias_overrides(path: Path) -> AliasOverrides:

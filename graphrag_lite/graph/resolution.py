@@ -166,7 +166,7 @@ def _forced_merges(overrides: AliasOverrides | None, by_key: dict[str, Candidate
             not_applied.append(f"merge {overrides.spelled[alias]} -> {overrides.spelled[title]}: "
                                f"{' and '.join(absent)} not in the graph")
         else:
-            decisions[alias] = AliasDecision(alias, title, OVERRIDDEN, 1.0)
+            decisions[alias] = AliasDecision(alias, title, overrides.reasons.get(alias, OVERRIDDEN), 1.0)
     return decisions, not_applied
 
 

@@ -669,8 +669,24 @@ def judgment(first: str, last: str, prior: list[str]) -> str:
     return json.dumps(verdict)
 
 
+def _is_alias_question(first: str, last: str) -> bool:
+    return "-Candidates-" in first and "Which candidate does" in first
+
+
+def alias_choice(first: str, last: str, prior: list[str]) -> str:
+    """The candidate whose description shares most words with the short name's; 0 when none shares any."""
+    described = first.split("What the text says about it:")[1].split("-Candidates-")[0]
+    listing = first.split("-Candidates-")[1].split("-Task-")[0]
+    candidates = re.findall(r"^(\d+)\. [^:]*: (.*)$", listing, re.M)
+    shared = [(len(_words(described) & _words(text)), int(number)) for number, text in candidates]
+    best = max(shared, default=(0, 0))
+    tied = [n for overlap, n in shared if overlap == best[0]]
+    return f"ANSWER: {best[1] if best[0] and len(tied) == 1 else 0}"
+
+
 ROUTES: list[tuple[Callable[[str, str], bool], Callable[[str, str, list[str]], str]]] = [
     (_is_judgment, judgment),
+    (_is_alias_question, alias_choice),
     (_is_loop_check, loop_check),
     (_is_continue, continue_extraction),
     (_is_claims, claim_extraction),

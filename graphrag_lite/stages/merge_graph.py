@@ -1,25 +1,51 @@
-"""Stage merge_graph: one entity per real-world thing, one relationship per pair (see graph/merge.py)."""
+"""Stage merge_graph: one entity per real-world thing, one relationship per pair (see graph/merge.py); with
+entity_resolution.confirm_with_model, the chat model decides the names the rules left apart as ambiguous
+(graph/confirm.py), and the graph is merged again with its picks."""
 
 from __future__ import annotations
 
 from graphrag_lite.config import EntityResolutionConfig
+from graphrag_lite.graph import confirm
 from graphrag_lite.graph.merge import MergeResult, merge_graph
-from graphrag_lite.graph.overrides import read_alias_overrides
+from graphrag_lite.graph.overrides import AliasOverrides, read_alias_overrides
 from graphrag_lite.graph.resolution import GENERIC_WORDS
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
+from graphrag_lite.prompts import load_prompt
+
+MODEL_CHOSE = "chosen by the model among several longer names"
 
 
 def run(ctx: StageContext) -> StageResult:
     cfg = ctx.config.entity_resolution
-    result = merge_graph(ctx.read("raw_entities"), ctx.read("raw_relationships"), resolve=cfg.enabled,
-                         max_edits=cfg.max_edit_distance, generic_words=generic_words(cfg),
-                         overrides=read_alias_overrides(cfg.overrides) if cfg.overrides else None)
+    overrides = read_alias_overrides(cfg.overrides) if cfg.overrides else AliasOverrides()
+    raw_entities, raw_relationships = ctx.read("raw_entities"), ctx.read("raw_relationships")
+
+    def merged(using: AliasOverrides) -> MergeResult:
+        return merge_graph(raw_entities, raw_relationships, resolve=cfg.enabled, max_edits=cfg.max_edit_distance,
+                           generic_words=generic_words(cfg), overrides=using)
+
+    result = merged(overrides)
+    asked = confirm.questions(result.ambiguous_aliases, result.entities) if cfg.enabled and cfg.confirm_with_model \
+        else []
+    outcome = confirm.Outcome({}, [], [])
+    if asked:
+        template = load_prompt(cfg.prompt, "resolve_alias.txt", required=("name", "candidates"))
+        with ctx.bar(len(asked), "ambiguous names") as advance:
+            outcome = confirm.confirm(ctx.llm, cfg.model_id, template, asked, cfg.max_completion_tokens, advance)
+        if outcome.picks:
+            result = merged(overrides.with_merges(outcome.picks, MODEL_CHOSE))
+        result.counts.update({"ambiguous_names_asked": len(asked), "merged_by_the_model": len(outcome.picks),
+                              "model_answers_changed_with_order": len(outcome.changed_with_order)})
+    problems = outcome.problems
     return StageResult(
         tables={"merged_entities": result.entities, "merged_relationships": result.relationships,
                 "entity_aliases": result.aliases, "ambiguous_aliases": result.ambiguous_aliases},
         summary=summary(result),
+        problems=problems,
         details={**result.counts, "relationships_left_out": result.problems,
-                 "overrides_not_applied": result.overrides_not_applied},
+                 "overrides_not_applied": result.overrides_not_applied,
+                 "model_answer_changed_with_order_for": outcome.changed_with_order},
+        complete=not problems,
     )
 
 
@@ -34,6 +60,11 @@ def summary(result: MergeResult) -> str:
     text = (f"{c['raw_entity_records']} entity records -> {c['names_after_normalization']} names -> "
             f"{c['entities']} entities ({c['merged_as_aliases']} merged as aliases, see entity_aliases); "
             f"{c['raw_relationship_records']} relationship records -> {c['relationships']} relationships")
+    if "ambiguous_names_asked" in c:
+        text += f"; the model placed {c['merged_by_the_model']} of {c['ambiguous_names_asked']} ambiguous names"
+        if c["model_answers_changed_with_order"]:
+            text += f" ({c['model_answers_changed_with_order']} left apart: its answer changed with the candidates' " \
+                    "order)"
     if c["ambiguous_names_left_apart"]:
         text += f"; {c['ambiguous_names_left_apart']} names fit several longer names and were left apart " \
                 "(ambiguous_aliases; `graphrag-lite aliases --ambiguous`)"
@@ -55,4 +86,5 @@ STAGE = Stage(
     writes=("merged_entities", "merged_relationships", "entity_aliases", "ambiguous_aliases"),
     config_sections=("entity_resolution",),
     run=run,
+    uses_model=True,
 )
