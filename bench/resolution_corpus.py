@@ -25,7 +25,8 @@ syllables, plus plain English generic words):
 - Hard negatives, different entities of one group whose names share words: organizations sharing a first
   word ("Northwind Logistics" / "Northwind Bank"), persons sharing a surname ("Mara Velling" / "Tomas
   Velling"), places sharing their proper word ("Lake Ostra" / "Ostra River"), events differing in one middle
-  word or the year ("Halvard Climate Summit" / "Halvard Trade Summit", "2019 ..." / "2021 ..."). As a careful
+  word or the year ("Halvard Climate Summit" / "Halvard Trade Summit", "2019 ..." / "2021 ..."), and a place
+  with a feature named after it (the town "Ostra" / "Lake Ostra", as Michigan / Lake Michigan). As a careful
   writer would, they are never written under the shared part alone, so every name denotes one entity (a
   name's normalized form, too, belongs to one entity: the truth is a function of the name).
 - 6 documents (text units) per group; each mentions ~7 entities of its group and often one or two of a
@@ -224,11 +225,13 @@ class _Builder:
         self.postings: dict[tuple[str, str], list[frozenset[str]]] = defaultdict(list)  # (type, word) -> names
         self.hard_negatives: list[tuple[str, str, str]] = []
 
-    def add(self, type_: str, group: int, names: list[tuple[str, str]], description: str) -> str | None:
+    def add(self, type_: str, group: int, names: list[tuple[str, str]], description: str,
+            nested: bool = False) -> str | None:
         """Register an entity under (name, pattern) pairs, the first its full name; None if a name's
-        normalized form is taken by another entity (the caller draws again)."""
+        normalized form is taken by another entity (the caller draws again). `nested`: a name may contain
+        another entity's, or lie within it (a hard negative that is never written in a shortened form)."""
         keys = list(dict.fromkeys(normalize_name(n) for n in dict(names)))
-        if any(k in self.keys or self._contains_or_within(type_, k) for k in keys):
+        if any(k in self.keys or (not nested and self._contains_or_within(type_, k)) for k in keys):
             return None
         entity_id = f"{type_[0]}{len(self.truth):03d}"
         for k in keys:
@@ -354,11 +357,20 @@ class _Builder:
         return full, acronym
 
     # --- places ---
-    def places(self, group: int, count: int, shared_word: bool) -> list[str]:
+    def places(self, group: int, count: int, shared_word: bool, named_after: bool) -> list[str]:
         """Places of the group; returns their proper words (events are named after some)."""
         cores = []
         made = 0
-        if shared_word:  # "Lake Ostra" / "Ostra River": never written as "Ostra" alone
+        if named_after:  # the town "Ostra" and "Lake Ostra" near it: two places, each written in full only
+            core = self.words.new("place")
+            generic = self.rng.choice(("Lake", "Mount", "Cape", "River", "Bay", "City"))
+            feature = f"{generic} {core}" if generic in PLACE_PREFIXES else f"{core} {generic}"
+            ids = [self.add("GEO", group, [(core, "full")], "a town"),
+                   self.add("GEO", group, [(feature, "full")], PLACE_KINDS[generic], nested=True)]
+            if None not in ids:
+                self.hard_negatives.append((ids[0], ids[1], "a place and a feature named after it"))
+                made = 2
+        if shared_word and not made:  # "Lake Ostra" / "Ostra River": never written as "Ostra" alone
             core = self.words.new("place")
             prefix, suffix = self.rng.choice(PLACE_PREFIXES), self.rng.choice(PLACE_SUFFIXES)
             ids = [self.add("GEO", group, [(f"{prefix} {core}", "full")], PLACE_KINDS[prefix]),
@@ -446,11 +458,12 @@ def generate(seed: int = 1, groups: int = GROUPS, docs_per_group: int = DOCS_PER
     rng.shuffle(topics)
     # hard negatives: about a third of the groups for persons and organizations, a fifth for places and events
     hard = {kind: set(rng.sample(range(groups), max(1, round(groups * share))))
-            for kind, share in (("PERSON", 0.32), ("ORGANIZATION", 0.32), ("GEO", 0.2), ("EVENT", 0.2))}
+            for kind, share in (("PERSON", 0.32), ("ORGANIZATION", 0.32), ("GEO", 0.2), ("EVENT", 0.2),
+                                ("GEO named after", 0.2))}
     for g, topic in enumerate(topics):
         builder.persons(g, topic, PER_GROUP["PERSON"], g in hard["PERSON"])
         builder.organizations(g, topic, PER_GROUP["ORGANIZATION"], g in hard["ORGANIZATION"])
-        cores = builder.places(g, PER_GROUP["GEO"], g in hard["GEO"])
+        cores = builder.places(g, PER_GROUP["GEO"], g in hard["GEO"], g in hard["GEO named after"])
         builder.events(g, topic, PER_GROUP["EVENT"], cores, g in hard["EVENT"])
 
     by_group: dict[int, list[str]] = defaultdict(list)

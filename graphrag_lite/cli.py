@@ -11,7 +11,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
-from graphrag_lite.errors import ConfigError, GraphragLiteError, IndexIncomplete
+from graphrag_lite.errors import ConfigError, GraphragLiteError, IndexIncomplete, MissingIndex
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Build a knowledge-graph index of a folder of documents and query it.")
@@ -138,7 +138,7 @@ def show(
                  "covariates", "entity_aliases"]
         present = [n for n in names if store.has(n)]
         if not present:
-            raise GraphragLiteError(f"no index in {store.base_dir}; run `graphrag-lite index` first")
+            raise MissingIndex(f"no index in {store.base_dir}; run `graphrag-lite index` first")
         console.print(f"Index in {store.base_dir}: " + ", ".join(f"{n} {len(store.read(n)):,}" for n in present),
                       highlight=False)
         if store.has("entities"):
@@ -169,35 +169,40 @@ def aliases(
                       ] = None,
     every: Annotated[bool, typer.Option("--all", help="also the names that differ only in case, punctuation, "
                                         "articles or honorifics")] = False,
-    ambiguous: Annotated[bool, typer.Option("--ambiguous", help="list the names left apart because they fit "
-                                            "several longer names, instead of the merges")] = False,
+    ambiguous: Annotated[bool, typer.Option("--ambiguous", help="list the names the rules left apart for you "
+                                            "(or the model) to decide, with why, instead of the merges")] = False,
     csv: Annotated[Path | None, typer.Option("--csv", help="also write the merges listed as an overrides file "
-                                             "(alias,title,action,reason); change a wrong merge's action to "
-                                             "`never` and name the file in entity_resolution.overrides")] = None,
+                                             "(alias,title,action,reason): change a wrong merge's action to "
+                                             "`never` and name the file in entity_resolution.overrides. An "
+                                             "existing file keeps its lines; only names it lacks are added")] = None,
     verbose: VerboseOption = False,
 ) -> None:
     """Review entity resolution: the merges it made, with their reasons and counts, or the names it left apart."""
     from graphrag_lite.config import load_config
     from graphrag_lite.graph.overrides import NORMALIZED, write_alias_overrides
+    from graphrag_lite.graph.resolution import normalize_name
     from graphrag_lite.storage import OutputStore
 
     def run() -> None:
         store = OutputStore(load_config(root, config, set_ or []).output.base_dir)
         if not store.has("entity_aliases"):
-            raise GraphragLiteError(f"no entity_aliases table in {store.base_dir}; run `graphrag-lite index` first")
+            raise MissingIndex(f"no entity_aliases table in {store.base_dir}; run `graphrag-lite index` first")
         if ambiguous:
             print_ambiguous(store.read("ambiguous_aliases") if store.has("ambiguous_aliases") else None)
             return
         table = store.read("entity_aliases")
-        counts = table.groupby("reason").size().sort_values(ascending=False)
-        console.print("merges by reason: " + "; ".join(f"{r} {n:,}" for r, n in counts.items()), highlight=False)
+        names = table.assign(key=table["alias"].map(normalize_name)).drop_duplicates("key")
+        counts = names.groupby("reason").size().sort_values(ascending=False)
+        console.print(f"{len(names):,} names merged into another's node, by reason: " +
+                      "; ".join(f"{r} {n:,}" for r, n in counts.items()), highlight=False)
         shown = table if every else table[table["reason"] != NORMALIZED]
         if reason:
             shown = shown[shown["reason"].str.contains(reason, case=False, regex=False)]
         print_merges(shown)
         if csv is not None:
-            write_alias_overrides(shown, csv)
-            console.print(f"wrote {csv} ({len(shown):,} merges, action `merge`)", highlight=False)
+            added, kept = write_alias_overrides(shown, csv)
+            console.print(f"wrote {csv}: merges added (action `merge`): {added:,}" +
+                          (f"; lines it already had, kept: {kept:,}" if kept else ""), highlight=False)
 
     _guarded(verbose, run)
 
@@ -215,11 +220,13 @@ def print_merges(table: Any) -> None:
 
 def print_ambiguous(table: Any) -> None:
     if table is None:
-        raise GraphragLiteError("this index predates the ambiguous_aliases table; run `graphrag-lite index` again")
-    console.print(f"{len(table):,} names left apart because they fit several longer names (add a `merge` line "
-                  "to entity_resolution.overrides for the one meant):", highlight=False)
+        raise MissingIndex("this index predates the ambiguous_aliases table; run `graphrag-lite index --force`")
+    console.print(f"names the rules left apart for you to decide: {len(table):,} (a `merge` line in "
+                  "entity_resolution.overrides joins one to the name meant; confirm_with_model asks the model)",
+                  highlight=False)
     for row in table.itertuples():
-        console.print(f"  {row.title}: {' | '.join(row.could_be)}", highlight=False)
+        why = f"  ({row.why})" if "why" in table.columns else ""
+        console.print(f"  {row.title}: {' | '.join(row.could_be)}{why}", highlight=False)
 
 
 @export_app.command("graphml")

@@ -22,6 +22,7 @@ from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
 
 from graphrag_lite.errors import ConfigError
+from graphrag_lite.graph.resolution import normalize_name
 
 CONFIG_FILENAMES = ("settings.yaml", "settings.yml")
 
@@ -141,7 +142,7 @@ class EntityResolutionConfig(Section):
     @field_validator("generic_words")
     @classmethod
     def _upper_case(cls, value: dict[str, list[str]]) -> dict[str, list[str]]:
-        return {kind.upper(): [w.upper() for w in words] for kind, words in value.items()}
+        return {kind.upper(): [normalize_name(w) for w in words] for kind, words in value.items()}
 
 
 class SummarizeDescriptionsConfig(Section):

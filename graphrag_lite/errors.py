@@ -40,6 +40,12 @@ class IndexIncomplete(GraphragLiteError):
     exit_code = 4
 
 
+class MissingIndex(GraphragLiteError):
+    """A command that reads an index finds none, or a part of one missing: build it with `graphrag-lite index`."""
+
+    exit_code = 2
+
+
 class OutputLocked(GraphragLiteError):
     """Another run is writing to the same output folder."""
 

@@ -4,7 +4,7 @@ from __future__ import annotations
 
 from pathlib import Path
 
-from graphrag_lite.errors import GraphragLiteError
+from graphrag_lite.errors import MissingIndex
 from graphrag_lite.storage import OutputStore
 
 
@@ -13,7 +13,7 @@ def export_graphml(store: OutputStore, target: Path) -> tuple[int, int]:
     import igraph as ig
 
     if not (store.has("entities") and store.has("relationships")):
-        raise GraphragLiteError(f"no entities/relationships tables in {store.base_dir}; "
+        raise MissingIndex(f"no entities/relationships tables in {store.base_dir}; "
                                 "run `graphrag-lite index` first")
     entities, relationships = store.read("entities"), store.read("relationships")
     index = {title: i for i, title in enumerate(entities["title"])}

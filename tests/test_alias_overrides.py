@@ -25,7 +25,11 @@ def overrides_file(tmp_path: Path, text: str) -> Path:
 
 
 @pytest.mark.parametrize(("text", "expected"), [
-    ("alias,title\nHolmes,Sherlock Holmes\n", "no action column; the first line must name the columns"),
+    ("alias,titel,action\nHolmes,Sherlock Holmes,merge\n", "no title column (found 'alias', 'titel', 'action')"),
+    ("alias;title;action\nHolmes;Sherlock Holmes;merge\n", "columns are separated by commas"),
+    ("", "(the file is empty)"),
+    ("alias,title,action\n\n,,\nHolmes,Sherlock Holmes,join\n", "line 4: action 'join' is not one of merge, never"),
+    ("alias,title,action\nA,B,merge\nB,C,merge\nC,A,merge\n", "the merges go round in a loop (A -> B -> C -> A)"),
     ("alias,title,action\nHolmes,Sherlock Holmes,join\n", "line 2: action 'join' is not one of merge, never"),
     ("alias,title,action\nHolmes,,merge\n", "line 2: needs a name in both alias and title"),
     ("alias,title,action\nMr. Holmes,HOLMES,never\n", "line 2: 'Mr. Holmes' and 'HOLMES' are one name"),
@@ -35,6 +39,7 @@ def overrides_file(tmp_path: Path, text: str) -> Path:
      "'Holmes' and 'Sherlock Holmes' are both merged and kept apart"),
 ])
 def test_a_broken_overrides_file_names_the_file_line_and_fix(tmp_path, text, expected):
+    # blank lines and a spreadsheet's empty rows are skipped, and still counted in line numbers
     with pytest.raises(ConfigError) as err:
         read_alias_overrides(overrides_file(tmp_path, text))
     assert expected in str(err.value) and "aliases.csv" in str(err.value)
@@ -50,6 +55,7 @@ def test_overrides_merge_across_types_and_keep_apart_what_the_rules_would_join(t
     merged = merge_graph(raw, rels, overrides=read_alias_overrides(path))
     assert sorted(merged.entities["title"]) == ["IRENE ADLER", "JOHN WATSON", "WATSON"]
     assert merged.aliases.set_index("alias").loc["MISS ADLER", "reason"] == "merged by the overrides file"
+    assert merged.entities.set_index("title").loc["IRENE ADLER", "type"] == "PERSON"  # the name merged into
     assert merged.overrides_not_applied == ["merge Moriarty -> Holmes: Moriarty and Holmes not in the graph"]
 
 
@@ -86,6 +92,11 @@ def test_review_merges_write_overrides_and_rerun_only_from_merge_graph(tmp_path,
     titles = set(pd.read_parquet(root / "output" / "entities.parquet")["title"])
     assert "JOHN WATSON" in titles and ({"WATSON", "DR WATSON"} & titles)
     assert cli("aliases", "--root", root, "--ambiguous").exit_code == 0
+    # listing again into the same file keeps the user's lines: the `never` stays
+    again = cli("aliases", "--root", root, "--csv", root / "aliases.csv")
+    assert again.exit_code == 0 and "lines it already had, kept: 1" in again.output
+    assert "never" in set(pd.read_csv(root / "aliases.csv")["action"])
+    assert cli("aliases", "--root", root, "--csv", root / "no" / "such" / "dir.csv").exit_code == 2
     code, report = check_index(root / "output", "--method", "fast")
     assert code == 0, report
 
@@ -98,3 +109,36 @@ def test_a_missing_overrides_file_is_an_error_before_indexing(tmp_path, cli):
     result = cli("index", "--root", root, "--method", "fast")
     assert result.exit_code == 2 and "missing.csv cannot be read" in result.output
     assert not (root / "output").exists()
+
+
+def test_spreadsheet_habits_are_read_and_a_non_utf8_file_is_named(tmp_path):
+    read = read_alias_overrides(overrides_file(tmp_path, "Alias , Title,ACTION,reason\n\"Holmes, Mr.\",Sherlock "
+                                                         "Holmes, Merge ,x\n,,,\n"))
+    assert read.merge == {"HOLMES MR": "SHERLOCK HOLMES"}
+    (tmp_path / "latin.csv").write_bytes("alias,title,action\nZo\xeb,Zo\xeb Smith,merge\n".encode("cp1252"))
+    with pytest.raises(ConfigError, match=r"latin\.csv: not UTF-8 text; save it as CSV UTF-8"):
+        read_alias_overrides(tmp_path / "latin.csv")
+
+
+def test_a_users_merge_is_never_the_one_undone_for_a_rules_merge_and_loops_are_refused():
+    from graphrag_lite.graph.overrides import AliasOverrides
+
+    rows = entities(("u1", "Irene Adler", "PERSON", "A singer"), ("u1", "Miss Adler", "PERSON", "Same"),
+                    ("u1", "Adler", "PERSON", "Who?"))
+    # the user merges Adler into Irene Adler and keeps Adler apart from Miss Adler: the rule's merge of Miss Adler
+    # into Irene Adler is the one that goes
+    keep = AliasOverrides({"ADLER": "IRENE ADLER"}, frozenset({frozenset({"ADLER", "MISS ADLER"})}))
+    merged = merge_graph(rows, relationships(), overrides=keep)
+    node = dict(zip(merged.aliases["alias"], merged.aliases["title"], strict=True))
+    assert node["ADLER"] == "IRENE ADLER" and "MISS ADLER" in set(merged.entities["title"])
+    # a user's merge into the short name turns the rules' chain round instead of swapping descriptions
+    short = AliasOverrides({"NORTHWIND LOGISTICS GROUP": "NORTHWIND"})
+    chain = entities(("u1", "Northwind Logistics Group", "ORGANIZATION", "the group"),
+                     ("u1", "Northwind Logistics", "ORGANIZATION", "a shipper"), ("u1", "Northwind", "ORGANIZATION",
+                                                                                  "short"))
+    merged = merge_graph(chain, relationships(), overrides=short)
+    assert len(merged.entities) <= 2 and "NORTHWIND LOGISTICS GROUP" not in set(merged.entities["title"])
+    descriptions = {d for ds in merged.entities["descriptions"] for d in ds}
+    assert descriptions == {"the group", "a shipper", "short"}
+    northwind = merged.entities.set_index("title").loc["NORTHWIND", "descriptions"]
+    assert {"the group", "short"} <= set(northwind)

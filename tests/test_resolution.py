@@ -224,5 +224,46 @@ def test_a_short_name_merges_into_the_fullest_name_the_graph_ties_it_to_and_ambi
     assert node["CUNMERE FORUM"] == "CUNMERE ARCHITECTURE FORUM"
     assert merged.ambiguous_aliases.set_index("title").loc["NORTHWIND", "could_be"] == ["NORTHWIND BANK",
                                                                                           "NORTHWIND LOGISTICS"]
-    assert merged.counts["ambiguous_names_left_apart"] == 1
+    # the full name is not merged into its 2012 edition either: a longer name that adds a number may be a part
+    why = dict(zip(merged.ambiguous_aliases["title"], merged.ambiguous_aliases["why"], strict=True))
+    assert why == {"NORTHWIND": "fits several longer names",
+                   "CUNMERE ARCHITECTURE FORUM": "the longer name adds a number: an edition or a part (2018 World "
+                                                 "Cup, World War II)"}
+    assert merged.counts["ambiguous_names_left_apart"] == 2
     assert "LAKE" in set(merged.entities["title"])  # a generic word alone names no one place
+
+
+def test_a_place_merges_into_a_feature_named_like_it_only_when_the_text_calls_it_one():
+    merged = merge_graph(
+        entities(("u1", "Mexico", "GEO", "A country"), ("u1", "Gulf of Mexico", "GEO", "A sea"),
+                 ("u2", "Michigan", "GEO", "A state"), ("u2", "Lake Michigan", "GEO", "A lake"),
+                 ("u3", "Westminster", "GEO", "A district"), ("u3", "City of Westminster", "GEO", "A borough"),
+                 ("u3", "Westminster Abbey", "GEO", "A church"), ("u3", "Westminster Hall", "GEO", "A hall"),
+                 ("u4", "Ostra", "GEO", "A lake in the north"), ("u4", "Lake Ostra", "GEO", "A lake"),
+                 ("u5", "Veskaria", "GEO", "A state"), ("u5", "Republic of Veskaria", "GEO", "Same")),
+        relationships(("u1", "Mexico", "Gulf of Mexico", "borders", 1)))
+    titles = set(merged.entities["title"])
+    assert {"MEXICO", "GULF OF MEXICO", "MICHIGAN", "LAKE MICHIGAN", "WESTMINSTER"} <= titles
+    assert "VESKARIA" not in titles and "OSTRA" not in titles  # a polity word; a lake the text calls a lake
+    left = merged.ambiguous_aliases.set_index("title")
+    assert left.loc["MICHIGAN", "could_be"] == ["LAKE MICHIGAN"]
+    assert left.loc["MICHIGAN", "why"].endswith("and the text does not call it a lake")
+    assert left.loc["WESTMINSTER", "could_be"] == ["CITY OF WESTMINSTER"]  # a building is not a candidate
+
+
+def test_nested_full_names_of_one_person_are_one_chain_and_a_series_is_not_its_edition():
+    merged = merge_graph(
+        entities(("u1", "Kennedy", "PERSON", "A president"), ("u1", "John Kennedy", "PERSON", "Same"),
+                 ("u1", "John F. Kennedy", "PERSON", "Same"), ("u2", "World Cup", "EVENT", "A tournament"),
+                 ("u2", "2018 World Cup", "EVENT", "One edition"), ("u3", "World War", "EVENT", "A war"),
+                 ("u3", "World War II", "EVENT", "The second")),
+        relationships())
+    titles = set(merged.entities["title"])
+    assert "KENNEDY" not in titles and "JOHN KENNEDY" not in titles and "JOHN F. KENNEDY" in titles
+    assert {"WORLD CUP", "2018 WORLD CUP", "WORLD WAR", "WORLD WAR II"} <= titles
+
+
+def test_max_edit_distance_zero_turns_the_spelling_rule_off_plurals_included():
+    rows = entities(("u1", "Nuclear Bomb", "CONCEPT", "A"), ("u1", "Nuclear Bombs", "CONCEPT", "B"))
+    assert len(merge_graph(rows, relationships(), max_edits=1).entities) == 1
+    assert len(merge_graph(rows, relationships(), max_edits=0).entities) == 2

@@ -26,7 +26,7 @@ PATTERNS = {"full", "surname", "title+surname", "role+surname", "title+full", "s
             "without generic word", "with 'of'", "dropped middle word", "year in front"}
 HARD_NEGATIVE_KINDS = {"persons sharing a surname", "organizations sharing a first word",
                        "places sharing their proper word", "events differing in a middle word",
-                       "events differing in the year"}
+                       "events differing in the year", "a place and a feature named after it"}
 
 
 @pytest.fixture(scope="module")

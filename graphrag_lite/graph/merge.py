@@ -27,7 +27,7 @@ from graphrag_lite.graph.resolution import (
 ENTITY_COLUMNS = ["title", "type", "other_types", "descriptions", "text_unit_ids", "frequency"]
 RELATIONSHIP_COLUMNS = ["source", "target", "descriptions", "weight", "text_unit_ids"]
 ALIAS_COLUMNS = ["alias", "title", "reason", "score"]
-AMBIGUOUS_COLUMNS = ["title", "could_be"]
+AMBIGUOUS_COLUMNS = ["title", "could_be", "why"]
 
 
 @dataclass
@@ -35,7 +35,7 @@ class MergeResult:
     entities: pd.DataFrame
     relationships: pd.DataFrame
     aliases: pd.DataFrame
-    ambiguous_aliases: pd.DataFrame  # names left apart because they fit several longer names
+    ambiguous_aliases: pd.DataFrame  # names left apart for a reader or the model: the names they could be, why
     problems: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     overrides_not_applied: list[str] = field(default_factory=list)
@@ -65,8 +65,10 @@ def merge_graph(raw_entities: pd.DataFrame, raw_relationships: pd.DataFrame, res
     canonical = {k: k for k in groups}
     resolution = Resolution([], {})
     if resolve:
+        descriptions = raw_entities["description"].tolist()
         candidates = [Candidate(k, majority([types[r] for r in rows])[0], len(key_units[k]),
-                                _gender([names[r] for r in rows])) for k, rows in groups.items()]
+                                _gender([names[r] for r in rows]), _described([descriptions[r] for r in rows]))
+                      for k, rows in groups.items()]
         resolution = find_aliases(candidates, neighbours, key_units, max_edits, generic_words=generic_words,
                                   overrides=overrides)
         canonical.update({d.alias: d.canonical for d in resolution.decisions})
@@ -77,7 +79,7 @@ def merge_graph(raw_entities: pd.DataFrame, raw_relationships: pd.DataFrame, res
         members[canonical[key]].extend(rows)
     # a group is titled by its canonical name's own spelling ("TAYLOR CRUZ", not its more frequent alias "TAYLOR")
     titles = {c: _title([names[r] for r in groups[c]]) for c in members}
-    entities = _entity_rows(members, titles, raw_entities)
+    entities = _entity_rows(members, groups, titles, raw_entities)
     aliases = _alias_rows(groups, canonical, titles, names, decisions)
     relationships, problems, counts = _relationship_rows(raw_relationships, rel_keys, canonical, titles)
     counts.update({"raw_entity_records": len(raw_entities), "names_after_normalization": len(groups),
@@ -88,6 +90,10 @@ def merge_graph(raw_entities: pd.DataFrame, raw_relationships: pd.DataFrame, res
     ambiguous = _ambiguous_rows(resolution.ambiguous, titles, canonical)
     return MergeResult(entities, relationships, aliases, ambiguous, problems, counts,
                        resolution.overrides_not_applied)
+
+
+def _described(descriptions: list[object]) -> str:
+    return " ".join(str(d) for d in dict.fromkeys(descriptions) if isinstance(d, str))[:4000].lower()
 
 
 def _gender(raw_names: list[str]) -> str:
@@ -101,11 +107,15 @@ def _title(raw_names: list[str]) -> str:
     return max(spellings, key=lambda s: (spellings[s], -len(s), s))
 
 
-def _entity_rows(members: dict[str, list[int]], titles: dict[str, str], raw: pd.DataFrame) -> pd.DataFrame:
+def _entity_rows(members: dict[str, list[int]], own: dict[str, list[int]], titles: dict[str, str],
+                 raw: pd.DataFrame) -> pd.DataFrame:
+    """One row per node. Its type is its canonical name's own (rules merge only names of one type; a user's or
+    the model's merge across types keeps the type of the name merged into); the other types are listed."""
     types, descriptions, units = raw["type"].tolist(), raw["description"].tolist(), raw["text_unit_id"].tolist()
     rows = []
     for key, indices in members.items():
-        kind, others = majority([types[i] for i in indices])
+        kind = majority([types[i] for i in own[key]])[0]
+        others = [t for t in dict.fromkeys(types[i] for i in indices) if t and t != kind]
         texts = list(dict.fromkeys(d for d in (descriptions[i] for i in indices) if d))
         unit_ids = list(dict.fromkeys(units[i] for i in indices))
         rows.append((titles[key], kind, others, texts, unit_ids, len(unit_ids)))
@@ -127,10 +137,10 @@ def _alias_rows(groups: dict[str, list[int]], canonical: dict[str, str], titles:
     return pd.DataFrame(sorted(rows), columns=ALIAS_COLUMNS)
 
 
-def _ambiguous_rows(ambiguous: dict[str, list[str]], titles: dict[str, str], canonical: dict[str, str]
-                    ) -> pd.DataFrame:
-    rows = [(titles[canonical[key]], sorted({titles[canonical[k]] for k in could_be}))
-            for key, could_be in ambiguous.items() if canonical[key] in titles]
+def _ambiguous_rows(ambiguous: dict[str, tuple[list[str], str]], titles: dict[str, str],
+                    canonical: dict[str, str]) -> pd.DataFrame:
+    rows = [(titles[canonical[key]], sorted({titles[canonical[k]] for k in could_be}), why)
+            for key, (could_be, why) in ambiguous.items()]
     return pd.DataFrame(sorted(rows), columns=AMBIGUOUS_COLUMNS)
 
 

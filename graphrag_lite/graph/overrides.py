@@ -5,7 +5,8 @@
     Kent,Earldom of Kent,never
 
 `merge` puts `alias` in the node of `title`; `never` keeps the two apart whatever the rules decide. Names are
-matched as entity resolution matches them (case, punctuation, articles and honorifics aside). Other columns
+matched as entity resolution matches them (case, punctuation, articles and a man's honorific aside: "Mr.
+Holmes" is Holmes, "Mrs. Bennet" stays Mrs. Bennet). Other columns
 (such as the `reason` that `graphrag-lite aliases --csv` writes) are ignored, so a listing of the merges can
 be edited into overrides.
 """
@@ -43,36 +44,18 @@ class AliasOverrides:
 
 def read_alias_overrides(path: Path) -> AliasOverrides:
     """The overrides file, or a ConfigError naming the file, line and what to change."""
-    try:
-        with path.open(newline="", encoding="utf-8-sig") as handle:
-            reader = csv.DictReader(handle)
-            rows, columns = list(reader), set(reader.fieldnames or [])
-    except OSError as err:
-        raise ConfigError(f"entity_resolution.overrides: {path} cannot be read: {err.strerror or err}") from None
-    missing = {"alias", "title", "action"} - columns
-    if missing:
-        raise ConfigError(f"{path}: no {', '.join(sorted(missing))} column; the first line must name the columns "
-                          "alias,title,action") from None
+    rows = _rows(path)
     merge: dict[str, str] = {}
     never: set[frozenset[str]] = set()
     spelled: dict[str, str] = {}
-    for line, row in enumerate(rows, start=2):
-        alias, title = normalize_name(row["alias"] or ""), normalize_name(row["title"] or "")
-        action = (row["action"] or "").strip().lower()
-        where = f"{path}, line {line}"
-        if not alias or not title:
-            raise ConfigError(f"{where}: needs a name in both alias and title (got {row['alias']!r} and "
-                              f"{row['title']!r})")
-        if alias == title:
-            raise ConfigError(f"{where}: {row['alias']!r} and {row['title']!r} are one name once case, punctuation, "
-                              "articles and honorifics are set aside, so they are always one entity; remove the line")
-        if action not in ACTIONS:
-            raise ConfigError(f"{where}: action {row['action']!r} is not one of {', '.join(ACTIONS)}")
-        if action == "merge" and merge.get(alias, title) != title:
-            raise ConfigError(f"{where}: {row['alias']!r} is already merged into {spelled[merge[alias]]!r} "
-                              "on an earlier line; a name merges into one other")
-        spelled.update({alias: " ".join(row["alias"].split()), title: " ".join(row["title"].split())})
-        if action == "merge":
+    for line, row in rows:
+        alias, title = normalize_name(row["alias"]), normalize_name(row["title"])
+        _check_row(path, line, row, alias, title)
+        if row["action"] == "merge" and merge.get(alias, title) != title:
+            raise ConfigError(f"{path}, line {line}: {row['alias']!r} is already merged into "
+                              f"{spelled[merge[alias]]!r} on an earlier line; a name merges into one other")
+        spelled.update({alias: row["alias"], title: row["title"]})
+        if row["action"] == "merge":
             merge[alias] = title
         else:
             never.add(frozenset((alias, title)))
@@ -80,13 +63,70 @@ def read_alias_overrides(path: Path) -> AliasOverrides:
     if contradicted:
         a, b = sorted(contradicted[0])
         raise ConfigError(f"{path}: {spelled[a]!r} and {spelled[b]!r} are both merged and kept apart; keep one line")
+    _check_no_loop(path, merge, spelled)
     return AliasOverrides(merge, frozenset(never), spelled)
 
 
-def write_alias_overrides(aliases: pd.DataFrame, path: Path) -> None:
+def _rows(path: Path) -> list[tuple[int, dict[str, str]]]:
+    """(line number, row) for each non-empty line; headers match whatever their case and spacing."""
+    try:
+        with path.open(newline="", encoding="utf-8-sig") as handle:
+            reader = csv.reader(handle)
+            header = [h.strip().lower() for h in next(reader, [])]
+            rows = [(reader.line_num, line) for line in reader]
+    except OSError as err:
+        raise ConfigError(f"entity_resolution.overrides: {path} cannot be read: {err.strerror or err}") from None
+    except UnicodeDecodeError:
+        raise ConfigError(f"{path}: not UTF-8 text; save it as CSV UTF-8") from None
+    missing = [c for c in ("alias", "title", "action") if c not in header]
+    if missing:
+        found = f"found {', '.join(repr(h) for h in header)}" if header else "the file is empty"
+        hint = "; columns are separated by commas" if len(header) == 1 and ";" in header[0] else ""
+        raise ConfigError(f"{path}: no {', '.join(missing)} column ({found}{hint}); the first line must name the "
+                          "columns alias,title,action")
+    named = [(line, {h: " ".join(v.split()) for h, v in zip(header, values, strict=False)}) for line, values in rows]
+    return [(line, {**row, "action": row.get("action", "").lower()}) for line, row in named
+            if any(row.get(c) for c in ("alias", "title", "action"))]
+
+
+def _check_row(path: Path, line: int, row: dict[str, str], alias: str, title: str) -> None:
+    where = f"{path}, line {line}"
+    if not alias or not title:
+        raise ConfigError(f"{where}: needs a name in both alias and title (got {row.get('alias')!r} and "
+                          f"{row.get('title')!r})")
+    if alias == title:
+        raise ConfigError(f"{where}: {row['alias']!r} and {row['title']!r} are one name once case, punctuation, "
+                          "articles and honorifics (a man's; a woman's stays) are set aside, so they are always one "
+                          "entity; remove the line")
+    if row["action"] not in ACTIONS:
+        raise ConfigError(f"{where}: action {row['action']!r} is not one of {', '.join(ACTIONS)}")
+
+
+def _check_no_loop(path: Path, merge: dict[str, str], spelled: dict[str, str]) -> None:
+    for start in merge:
+        chain, name = [start], merge[start]
+        while name in merge and name not in chain:
+            chain.append(name)
+            name = merge[name]
+        if name in chain:
+            loop = " -> ".join(spelled[k] for k in [*chain[chain.index(name):], name])
+            raise ConfigError(f"{path}: the merges go round in a loop ({loop}); remove one of those lines")
+
+
+def write_alias_overrides(aliases: pd.DataFrame, path: Path) -> tuple[int, int]:
     """Merges (rows of entity_aliases) as an overrides file that keeps them, ready to be edited: one line per
     name as entity resolution matches names ("DR WATSON" and "WATSON" are one), none for names that only
-    normalize alike (they cannot be kept apart)."""
+    normalize alike (they cannot be kept apart). An existing file keeps its lines (a `never` stays `never`);
+    only names it does not have are added. Returns (lines added, lines kept)."""
     rows = aliases[aliases["reason"] != NORMALIZED].assign(action="merge")[["alias", "title", "action", "reason"]]
     rows = rows[~rows["alias"].map(normalize_name).duplicated()]
-    rows.to_csv(path, index=False)
+    existing = pd.DataFrame(columns=rows.columns)
+    try:
+        if path.exists():
+            existing = pd.read_csv(path, dtype=str, keep_default_na=False)
+            have = {normalize_name(a) for a in existing.get("alias", [])}
+            rows = rows[~rows["alias"].map(normalize_name).isin(have)]
+        pd.concat([existing, rows], ignore_index=True).to_csv(path, index=False)
+    except (OSError, UnicodeDecodeError, pd.errors.ParserError) as err:
+        raise ConfigError(f"--csv {path}: cannot add to it ({getattr(err, 'strerror', None) or err})") from None
+    return len(rows), len(existing)

@@ -3,8 +3,8 @@
 Two steps. Names that normalize alike (case, spacing, punctuation, possessives, leading articles and
 honorifics: "Mr. Holmes", "HOLMES", "Holmes's"; a woman's honorific stays, "Mrs. Bennet" is not "Mr.
 Bennet") are one entity. Then likely aliases merge when every guard holds: the same type, no ambiguity (the
-short name fits exactly one longer name; otherwise it stays apart and is recorded as ambiguous), and
-evidence in the graph (a shared neighbour or a shared text unit):
+short name fits exactly one longer name; otherwise it stays apart and is recorded, with why, for a reader or
+the model to decide), and evidence in the graph (a shared neighbour or a shared text unit):
 - a person's name whose words, role titles and a woman's honorific aside, are those of exactly one fuller
   person's name ("Holmes" -> "Sherlock Holmes", "Senator Velling" -> "Mara Velling", "Mrs. Fenna Sormann" ->
   "Fenna Sormann"), never across genders an honorific states ("Lady Batten" / "Sir W. Batten");
@@ -12,7 +12,9 @@ evidence in the graph (a shared neighbour or a shared text unit):
   type ("Northwind" -> "Northwind Logistics" -> "Northwind Logistics Group", "Halvard Summit" -> "Halvard
   Climate Summit"), when that chain is the only one ("Northwind" beside "Northwind Bank" is ambiguous), into
   the fullest name of the chain the graph ties it to; a place only when the longer name adds generic place
-  words ("Aldermere" -> "Port Aldermere", not "Westminster" -> "Westminster Hall");
+  words ("Aldermere" -> "Port Aldermere", not "Westminster" -> "Westminster Hall"), a feature only when the
+  text calls the place one ("Ostra, a lake" -> "Lake Ostra", but "Michigan, a state" is not "Lake Michigan"),
+  and a number only when the text gives it ("World Cup" is not the "2018 World Cup");
 - an acronym of exactly one longer name of the same type ("CFA" -> "Coastal Fisheries Authority", "USA" ->
   "United States of America": the initials of its words, small words aside);
 - organization names equal but for a company suffix ("Acme Corp" -> "Acme Corporation" -> "Acme");
@@ -39,11 +41,12 @@ ARTICLES = frozenset({"THE", "A", "AN"})
 ROLES = frozenset({"SENATOR", "MAYOR", "JUDGE", "JUSTICE", "MINISTER", "INSPECTOR", "COMMISSIONER", "PRESIDENT",
                    "GOVERNOR", "CHANCELLOR", "DETECTIVE", "OFFICER", "SECRETARY", "CHAIRMAN", "CHAIRWOMAN",
                    "DIRECTOR", "AMBASSADOR", "BISHOP", "CONGRESSMAN", "CONGRESSWOMAN", "COUNCILLOR", "SHERIFF",
-                   "CHIEF", "CONSTABLE", "MAJOR", "ADMIRAL", "REPRESENTATIVE", "DEPUTY", "MINISTRESS"})
+                   "CHIEF", "CONSTABLE", "MAJOR", "ADMIRAL", "REPRESENTATIVE", "DEPUTY", "MINISTRESS", "GENERAL",
+                   "GEN"})  # a rank that also begins names of other things: General Motors, General Assembly
 TITLES = frozenset({"KING", "QUEEN", "PRINCE", "PRINCESS", "DUKE", "DUCHESS", "EARL", "COUNT", "COUNTESS",
                     "EMPEROR", "EMPRESS", "POPE", "BISHOP", "PRESIDENT", "GOVERNOR", "MAYOR"})
 HONORIFICS = frozenset({"MR", "MRS", "MS", "MISS", "DR", "SIR", "DAME", "LADY", "LORD", "PROF", "PROFESSOR",
-                        "CAPT", "CAPTAIN", "COL", "COLONEL", "GEN", "GENERAL", "REV", "REVEREND", "MADAM",
+                        "CAPT", "CAPTAIN", "COL", "COLONEL", "REV", "REVEREND", "MADAM",
                         "MADAME", "MONSIEUR", "HERR", "FRAU", "AGENT", "SERGEANT", "SGT", "LIEUTENANT", "LT"})
 FEMALE_HONORIFICS = frozenset({"MRS", "MS", "MISS", "LADY", "DAME", "MADAM", "MADAME", "FRAU"})
 MALE_HONORIFICS = frozenset({"MR", "SIR", "LORD", "MONSIEUR", "HERR"})
@@ -60,6 +63,19 @@ MAX_POSTING = 50  # a word shared by more names than this (JOHN, LONDON) propose
 SHORTENED_TYPES = frozenset({"ORGANIZATION", "GEO", "EVENT"})
 SMALL_WORDS = frozenset({"OF", "AND", "THE", "FOR", "&", "DE", "LA", "DER", "VON", "VAN"})
 JOINING_WORDS = frozenset({"AND", "&", "OR", "I", "WITH"})  # "WHITE HALL AND WESTMINSTER HALL" names two things
+# a natural or built feature often named after another place: "Lake Michigan", "Gulf of Mexico", "Quebec City"
+# and "Colorado Springs" are not Michigan, Mexico, Quebec or Colorado, so a bare name merges into such a name
+# only when a reader (overrides) or the model (confirm_with_model) says so
+PLACE_FEATURE_WORDS = frozenset({
+    "LAKE", "RIVER", "BAY", "GULF", "SEA", "MOUNT", "MOUNTAIN", "MOUNTAINS", "VALLEY", "CAPE", "CITY", "ISLAND",
+    "ISLE", "FOREST", "WOODS", "HILLS", "HEIGHTS", "SPRINGS", "COAST", "PENINSULA", "STRAIT", "HARBOUR", "HARBOR",
+    "FORT", "FALLS", "MOOR", "MARSH", "PLAINS", "PLATEAU", "FJORD", "ATOLL", "OASIS"})
+# how a description says a place is such a feature ("a headland" for CAPE); otherwise the word itself
+FEATURE_KINDS = {"MOUNT": ("mount", "peak"), "MOUNTAIN": ("mountain", "peak"), "MOUNTAINS": ("mountain", "range"),
+                 "CAPE": ("cape", "headland", "promontory"), "ISLE": ("isle", "island"), "HEIGHTS": ("heights", "hill"),
+                 "SPRINGS": ("springs", "spa"), "WOODS": ("wood", "forest"), "HARBOUR": ("harbo",),
+                 "HARBOR": ("harbo",), "FALLS": ("falls", "waterfall"), "PLAINS": ("plain",), "HILLS": ("hill",),
+                 "FORT": ("fort",)}
 # words that say what kind of thing a name is, not which one: a name made only of them merges into nothing, and
 # "<generic place word> of X" is the place X; settings add to these (entity_resolution.generic_words). Place
 # words name the kind of area or natural feature ("Lake Ostra" is Ostra), never a building or facility in it
@@ -71,11 +87,9 @@ GENERIC_WORDS: dict[str, frozenset[str]] = {
         "UNIVERSITY", "COLLEGE", "AGENCY", "AUTHORITY", "MINISTRY", "DEPARTMENT", "COMMITTEE", "PARTY", "CLUB",
         "TRUST", "PARTNERS", "BOARD", "OFFICE", "COMMISSION", "ARMY", "NAVY", "COURT", "CHURCH", "SCHOOL"}),
     "GEO": frozenset({
-        "REPUBLIC", "KINGDOM", "EMPIRE", "DUCHY", "PRINCIPALITY", "EMIRATE", "SULTANATE", "PORT", "CITY", "TOWN",
-        "VILLAGE", "COUNTY", "SHIRE", "ISLE", "ISLAND", "ISLANDS", "LAKE", "STATE", "PROVINCE", "REGION",
-        "DISTRICT", "BAY", "GULF", "MOUNT", "MOUNTAIN", "RIVER", "VALLEY", "CAPE", "FORT", "STRAIT", "SEA",
-        "COAST", "PENINSULA", "HARBOUR", "HARBOR", "FOREST", "WOODS", "HILLS", "HEIGHTS", "SPRINGS", "MOOR",
-        "MARSH", "DESERT", "PLAINS", "PLATEAU", "FJORD", "ISLES", "ATOLL", "OASIS"}),
+        "REPUBLIC", "KINGDOM", "EMPIRE", "DUCHY", "PRINCIPALITY", "EMIRATE", "SULTANATE", "COMMONWEALTH",
+        "FEDERATION", "STATE", "PROVINCE", "COUNTY", "SHIRE", "REGION", "DISTRICT", "PORT", "TOWN", "VILLAGE",
+        "ISLANDS", "ISLES", "ARCHIPELAGO", "DESERT"}) | PLACE_FEATURE_WORDS,
     "EVENT": frozenset({
         "SUMMIT", "CONFERENCE", "FORUM", "GAMES", "CONVENTION", "SYMPOSIUM", "ASSEMBLY", "EXHIBITION", "FESTIVAL",
         "CONGRESS", "WAR", "BATTLE", "TREATY", "CRISIS", "SIEGE", "REVOLUTION", "ELECTION", "FAIR", "EXPO",
@@ -111,6 +125,7 @@ class Candidate:
     type: str
     frequency: int
     gender: str = ""  # what an honorific says ("F", "M"), for persons: Lady Batten is not Sir W. Batten
+    described: str = ""  # what the text says about it, lower case: "a lake" lets "Ostra" be "Lake Ostra"
 
 
 @dataclass(frozen=True)
@@ -124,11 +139,14 @@ class AliasDecision:
 @dataclass
 class Resolution:
     decisions: list[AliasDecision]
-    ambiguous: dict[str, list[str]]  # a name left apart because it fits several longer names -> those names
+    # names left apart that a reader (or the model, with confirm_with_model) should decide: name -> (the
+    # longer names it could be, why the rules did not merge it)
+    ambiguous: dict[str, tuple[list[str], str]]
     overrides_not_applied: list[str] = field(default_factory=list)  # why, one line per override row
 
 
 OVERRIDDEN = "merged by the overrides file"
+SEVERAL = "fits several longer names"
 
 
 def find_aliases(candidates: list[Candidate], neighbours: dict[str, set[str]], text_units: dict[str, set[str]],
@@ -139,48 +157,80 @@ def find_aliases(candidates: list[Candidate], neighbours: dict[str, set[str]], t
     names = _NameIndex(candidates, neighbours, text_units, require_evidence, generic_words or GENERIC_WORDS)
     never = overrides.never if overrides else frozenset()
     decisions, not_applied = _forced_merges(overrides, names.by_key)
+    forced = set(decisions)
     for c in sorted(candidates, key=lambda c: (len(c.key), c.key)):
         if c.key in decisions:
             continue
         decision = (names.person_subset(c) or names.company_suffix(c) or names.shorter_name(c)
                     or names.acronym(c) or names.similar_spelling(c, max_edits))
-        target = decisions.get(decision.canonical) if decision else None
-        if decision and not (target and target.canonical == c.key) and \
-                frozenset((c.key, decision.canonical)) not in never:  # rules may disagree on direction
+        # rules may disagree on direction, or a user's merge point the other way: never close a loop
+        if decision and not _leads_to(decisions, decision.canonical, c.key) and \
+                frozenset((c.key, decision.canonical)) not in never:
             decisions[c.key] = decision
     resolved = _resolve_chains(decisions)
     if never:
-        resolved = _kept_apart(resolved, never, names.by_key)
+        resolved, unkept = _kept_apart(resolved, never, forced)
+        not_applied += unkept
     ambiguous = {k: v for k, v in names.ambiguous.items() if k not in decisions}
     return Resolution(resolved, ambiguous, not_applied)
+
+
+def _leads_to(decisions: dict[str, AliasDecision], start: str, goal: str) -> bool:
+    """Whether following the decisions from `start` reaches `goal` (so goal -> start would close a loop)."""
+    seen = set()
+    while start not in seen:
+        if start == goal:
+            return True
+        seen.add(start)
+        if start not in decisions:
+            return False
+        start = decisions[start].canonical
+    return False
 
 
 def _forced_merges(overrides: AliasOverrides | None, by_key: dict[str, Candidate]
                    ) -> tuple[dict[str, AliasDecision], list[str]]:
     if overrides is None:
         return {}, []
-    decisions, not_applied = {}, []
+    decisions: dict[str, AliasDecision] = {}
+    not_applied: list[str] = []
     for alias, title in overrides.merge.items():
         absent = [overrides.spelled[k] for k in (alias, title) if k not in by_key]
         if absent:
             not_applied.append(f"merge {overrides.spelled[alias]} -> {overrides.spelled[title]}: "
                                f"{' and '.join(absent)} not in the graph")
+        elif _leads_to(decisions, title, alias):
+            not_applied.append(f"merge {overrides.spelled[alias]} -> {overrides.spelled[title]}: would close a loop "
+                               "of merges")
         else:
             decisions[alias] = AliasDecision(alias, title, overrides.reasons.get(alias, OVERRIDDEN), 1.0)
+    for pair in overrides.never:
+        absent = [overrides.spelled[k] for k in sorted(pair) if k not in by_key]
+        if absent:
+            a, b = (overrides.spelled[k] for k in sorted(pair))
+            not_applied.append(f"never {a} / {b}: {' and '.join(absent)} not in the graph")
     return decisions, not_applied
 
 
-def _kept_apart(decisions: list[AliasDecision], never: frozenset[frozenset[str]], by_key: dict[str, Candidate]
-                ) -> list[AliasDecision]:
-    """Undo the merges that would put a pair the user keeps apart in one node (the alias of the two leaves;
-    when both are aliases of a third name, the first one listed, in name order)."""
+def _kept_apart(decisions: list[AliasDecision], never: frozenset[frozenset[str]], forced: set[str]
+                ) -> tuple[list[AliasDecision], list[str]]:
+    """Undo the merges that would put a pair the user keeps apart in one node: a rule's merge of one of the
+    two rather than the user's own, which is undone (and said) only when the user's lines contradict
+    each other through a chain."""
     node = {d.alias: d.canonical for d in decisions}
     undone: set[str] = set()
-    for pair in never:
+    unkept: list[str] = []
+    for pair in sorted(never, key=sorted):
         a, b = sorted(pair)
-        if a in by_key and b in by_key and node.get(a, a) == node.get(b, b):
-            undone.add(a if a in node else b)
-    return [d for d in decisions if d.alias not in undone]
+        if node.get(a, a) != node.get(b, b):
+            continue
+        aliases = [k for k in (a, b) if k in node]
+        by_rule = [k for k in aliases if k not in forced]
+        undone.add((by_rule or aliases)[0])
+        if not by_rule:
+            unkept.append(f"merge {aliases[0]} -> {node[aliases[0]]}: undone, it would join {a} and {b}, which "
+                          "another line keeps apart")
+    return [d for d in decisions if d.alias not in undone], unkept
 
 
 class _NameIndex:
@@ -199,7 +249,7 @@ class _NameIndex:
                 self.initials[_initials(c.key)].append(c.key)
         self.neighbours, self.text_units, self.require_evidence = neighbours, text_units, require_evidence
         self.generic_words = generic_words
-        self.ambiguous: dict[str, list[str]] = {}
+        self.ambiguous: dict[str, tuple[list[str], str]] = {}
 
     def evidence(self, a: str, b: str) -> bool:
         if not self.require_evidence:
@@ -231,25 +281,26 @@ class _NameIndex:
 
     def person_subset(self, c: Candidate) -> AliasDecision | None:
         """Role titles aside ("Senator Velling" is Velling), the name's words are those of exactly one person
-        named in full: the same words with a role title, or more words."""
+        named in full: the same words with a role title, or more words ("Kennedy" -> "John F. Kennedy", and
+        "John Kennedy" with it)."""
         if c.type != "PERSON" or self.generic_only(c):
             return None
         key = _without_role(c.key)
         words = frozenset(key.split())
-        fuller = [k for k in self.containing(key) if self.by_key[k].type == "PERSON" and k != key
+        fuller = [k for k in self.containing(key) if self.by_key[k].type == "PERSON" and k not in (key, c.key)
                   and words <= frozenset(_without_role(k).split()) and _same_gender(c, self.by_key[k])]
-        same = [k for k in fuller if frozenset(_without_role(k).split()) == words]
         # "Mrs. Fenna Sormann" is Fenna Sormann, but "Mrs. Bennet" need not be the Bennet named alone
         surname_only = c.key.split()[0] in FEMALE_HONORIFICS and len(words) == 1
         if key != c.key and key in self.by_key and not surname_only and _same_gender(c, self.by_key[key]) and \
                 self.evidence(c.key, key):
             return AliasDecision(c.key, key, "the same person's name with a title", 1.0)
-        longer = {frozenset(_without_role(k).split()) for k in fuller} - {words}
-        if len(longer) > 1:  # "Holmes": Sherlock or Mycroft?
-            self.ambiguous[c.key] = sorted(k for k in fuller if k not in same)
-        if len(longer) != 1:
+        identity = {k: frozenset(_without_role(k).split()) for k in fuller}
+        targets = sorted(k for k in fuller if identity[k] != words)
+        fullest = {i for i in identity.values() if i != words and not any(i < o for o in identity.values())}
+        if len(fullest) > 1:  # "Holmes": Sherlock or Mycroft?
+            self.ambiguous[c.key] = (sorted(k for k in targets if identity[k] in fullest), SEVERAL)
+        if len(fullest) != 1:
             return None
-        targets = sorted(k for k in fuller if k not in same and k != c.key)
         target = self.nearest_evidenced(c.key, [k for k in targets if _without_role(k) == k]) or \
             self.nearest_evidenced(c.key, targets)  # "Katya Masvenley" rather than "Commissioner Katya ..."
         if target is None:
@@ -259,31 +310,51 @@ class _NameIndex:
     def shorter_name(self, c: Candidate) -> AliasDecision | None:
         """A shortened name of exactly one longest name of the same type, merged into the fullest name of that
         chain the graph ties it to ("Aldermere" -> "Port of Aldermere", or "Port Aldermere" if only that one
-        shares a text unit or neighbour with it)."""
+        shares a text unit or neighbour with it). A longer name that adds a number (an edition: "2018 World
+        Cup") or a place feature (a lake named after a state: "Lake Michigan") may be another entity: the
+        name is left for a reader or the model to decide."""
         if c.type not in SHORTENED_TYPES or self.generic_only(c):
             return None
         words = set(c.key.split())
-        longer = {k for k in self.containing(c.key) if self.by_key[k].type == c.type and words < set(k.split())}
-        # the longest names: those no other candidate contains ("NORTHWIND LOGISTICS GROUP", not its shorter forms)
-        longest = [k for k in longer if not any(set(k.split()) < set(o.split()) for o in longer)]
-        if len(longest) > 1 or any(not set(k.split()) <= set(longest[0].split()) for k in longer):
-            self.ambiguous[c.key] = sorted(longest)  # "Northwind": Northwind Logistics or Northwind Bank?
+        longer = [k for k in self.containing(c.key) if self.by_key[k].type == c.type and words < set(k.split())
+                  and self.same_kind_added(c, k)]
+        plain = [k for k in longer if not self.maybe_another(c, k)]
+        fullest = [k for k in plain if not any(set(k.split()) < set(o.split()) for o in plain)]
+        if len(fullest) > 1:
+            self.ambiguous[c.key] = (sorted(fullest), SEVERAL)  # "Northwind": Northwind Logistics or Bank?
             return None
-        if not longest or JOINING_WORDS & set(longest[0].split()) or self.part_of(c.key, longest[0]) or \
-                (c.type == "GEO" and not self.only_generic_added(c, longest[0])):
+        if not fullest:
+            risky = [k for k in longer if not any(set(k.split()) < set(o.split()) for o in longer)]
+            if risky:
+                self.ambiguous[c.key] = (sorted(risky), self.maybe_another(c, risky[0]))
             return None
-        if c.type == "ORGANIZATION" and _company_core(longest[0]) == _company_core(c.key):
-            return None  # only a company suffix apart: the suffix rule picks the most mentioned spelling
-        target = self.nearest_evidenced(c.key, sorted(longer))
+        if JOINING_WORDS & set(fullest[0].split()) or self.part_of(c.key, fullest[0]) or \
+                (c.type == "ORGANIZATION" and _company_core(fullest[0]) == _company_core(c.key)):
+            return None  # two things joined, the thing a longer name is of, or a suffix (the suffix rule's)
+        target = self.nearest_evidenced(c.key, sorted(plain))
         if target is None:
             return None
         return AliasDecision(c.key, target, f"shortened {c.type.lower()} name", 1.0)
 
-    def only_generic_added(self, c: Candidate, longer: str) -> bool:
-        """"Port Aldermere" is Aldermere, but "Westminster Hall" is a building in Westminster and "New York"
-        is not York: a place's longer name is the same place only when it adds generic place words."""
+    def same_kind_added(self, c: Candidate, longer: str) -> bool:
+        """"Port Aldermere" may be Aldermere, but "Westminster Hall" is a building in Westminster and "New
+        York" is not York: a place's longer name can be the same place only when it adds generic place words."""
         added = set(longer.split()) - set(c.key.split()) - SMALL_WORDS
-        return added <= self.generic_words.get(c.type, frozenset())
+        return c.type != "GEO" or added <= self.generic_words.get("GEO", frozenset())
+
+    def maybe_another(self, c: Candidate, longer: str) -> str:
+        """Why a longer name that contains this one may still be another entity, or "" when it may not: the
+        added number or place feature is one the text says of this name too ("Ostra ... a lake")."""
+        added = set(longer.split()) - set(c.key.split())
+        numbers = [word for word in added if _numeric(word)]
+        if numbers and not all(re.search(rf"\b{n.lower()}\b", c.described) for n in numbers):
+            return "the longer name adds a number: an edition or a part (2018 World Cup, World War II)"
+        features = added & PLACE_FEATURE_WORDS if c.type == "GEO" else set()
+        if not all(re.search(rf"\b({'|'.join(FEATURE_KINDS.get(f, (f.lower(),)))})", c.described)
+                   for f in features):
+            return "a place may be named after it (Lake Michigan is not Michigan), and the text does not call it " \
+                   f"a {' or '.join(sorted(f.lower() for f in features))}"
+        return ""
 
     def part_of(self, short: str, long: str) -> bool:
         """"KENT" in "EARLDOM OF KENT", "BOHEMIA" in "QUEEN OF BOHEMIA": the longer name is of the shorter one's
@@ -298,7 +369,7 @@ class _NameIndex:
             return None
         expanded = [k for k in self.initials.get(c.key, []) if self.by_key[k].type == c.type]
         if len(expanded) > 1:
-            self.ambiguous[c.key] = sorted(expanded)
+            self.ambiguous[c.key] = (sorted(expanded), SEVERAL)
         if len(expanded) != 1 or not self.evidence(c.key, expanded[0]):
             return None
         return AliasDecision(c.key, expanded[0], "acronym of a longer name", 1.0)
@@ -375,6 +446,8 @@ def one_word_variant(a: str, b: str, max_edits: int) -> float | None:
         return None
     x, y = differing[0]
     if _numeric(x) or _numeric(y) or frozenset((x, y)) in OPPOSITES or x[0] != y[0] or min(len(x), len(y)) < 4:
+        return None
+    if max_edits < 1:
         return None
     if _plural_pair(x, y):
         return 0.5

@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from graphrag_lite.config import GraphRagConfig
-from graphrag_lite.errors import GraphragLiteError
+from graphrag_lite.errors import MissingIndex
 from graphrag_lite.storage import OutputStore
 
 if TYPE_CHECKING:
@@ -21,10 +21,6 @@ BUILT_BY = {
 }
 
 
-class IncompleteIndexError(GraphragLiteError):
-    exit_code = 2
-
-
 class IndexTables:
     def __init__(self, config: GraphRagConfig) -> None:
         self.config = config
@@ -33,8 +29,8 @@ class IndexTables:
     def table(self, name: str) -> pd.DataFrame:
         if not self.store.has(name):
             if not self.store.base_dir.is_dir() or not any(self.store.base_dir.glob("*.parquet")):
-                raise IncompleteIndexError(f"no index in {self.store.base_dir}; build it with `graphrag-lite index`")
-            raise IncompleteIndexError(
+                raise MissingIndex(f"no index in {self.store.base_dir}; build it with `graphrag-lite index`")
+            raise MissingIndex(
                 f"the index in {self.store.base_dir} has no `{name}` table (written by the {BUILT_BY[name]} stage); "
                 f"build it with `graphrag-lite index` (it resumes where the index stopped)")
         return self.store.read(name)

@@ -35,12 +35,12 @@ def keyword_query(question: str) -> str:
 
 def open_table(db: Any, table: str) -> Any:
     """A LanceDB table of the index, or a message naming it and the command that rebuilds it."""
-    from graphrag_lite.query.index import IncompleteIndexError
+    from graphrag_lite.errors import MissingIndex
 
     try:
         return db.open_table(table)
     except (ValueError, FileNotFoundError, OSError) as err:
-        raise IncompleteIndexError(f"the LanceDB table '{table}' is missing or unreadable in {db.uri} ({err}); "
+        raise MissingIndex(f"the LanceDB table '{table}' is missing or unreadable in {db.uri} ({err}); "
                                    "rebuild it with `graphrag-lite index --root ROOT` (the embed_text stage notices "
                                    "and runs again)") from None
 

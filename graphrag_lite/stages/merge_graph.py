@@ -66,16 +66,16 @@ def summary(result: MergeResult) -> str:
             text += f" ({c['model_answers_changed_with_order']} left apart: its answer changed with the candidates' " \
                     "order)"
     if c["ambiguous_names_left_apart"]:
-        text += f"; {c['ambiguous_names_left_apart']} names fit several longer names and were left apart " \
-                "(ambiguous_aliases; `graphrag-lite aliases --ambiguous`)"
+        text += f"; names left apart for you to decide: {c['ambiguous_names_left_apart']} (ambiguous_aliases; " \
+                "`graphrag-lite aliases --ambiguous`)"
     if c["records_without_a_usable_name"]:
         text += f"; {c['records_without_a_usable_name']} entity records left out: their names are only punctuation"
     if c["relationships_to_unknown_entities"]:
         text += f"; {c['relationships_to_unknown_entities']} relationships to names never extracted as entities" \
                 " left out (listed in stats.json)"
     if c["overrides_not_applied"]:
-        text += f"; {c['overrides_not_applied']} rows of entity_resolution.overrides not applied: " + \
-                "; ".join(result.overrides_not_applied[:3]) + (" ..." if c["overrides_not_applied"] > 3 else "")
+        text += f"; lines of entity_resolution.overrides not applied: {c['overrides_not_applied']} (" + \
+                "; ".join(result.overrides_not_applied[:3]) + (" ..." if c["overrides_not_applied"] > 3 else "") + ")"
     return text
 
 
