@@ -122,8 +122,8 @@ class EntityResolutionConfig(Section):
                                    "word merge when that word is this many edits from the other's (a plural ending "
                                    "counts as one) and they share a neighbour; 0 turns this rule off")
     generic_words: dict[str, list[str]] = Field({}, description="words per entity type that say what kind of "
-                                                "thing a name is, added to the built-in lists (e.g. GEO: [Fjord, "
-                                                "Moor]): a name made only of them merges into nothing, and "
+                                                "thing a name is, added to the built-in lists (e.g. GEO: [Tor, "
+                                                "Wold]): a name made only of them merges into nothing, and "
                                                 "'<generic place word> of X' is the place X")
     overrides: Path | None = Field(None, description="CSV of name pairs to always merge or never merge, columns "
                                    "alias,title,action (merge or never); `graphrag-lite aliases --csv FILE` writes "
@@ -131,9 +131,9 @@ class EntityResolutionConfig(Section):
                                    "and the stages after it only")
 
     confirm_with_model: bool = Field(False, description="ask the chat model which longer name a name the rules "
-                                     "left apart as ambiguous denotes, if any (\"Northwind\": Northwind Logistics "
-                                     "or Northwind Bank?), from their descriptions: one cached call per ambiguous "
-                                     "name")
+                                     "left apart denotes, if any (\"Northwind\": Northwind Logistics or Northwind "
+                                     "Bank?), from their descriptions: two cached calls per name, the candidates "
+                                     "in both orders; it merges only when both answers agree")
     model_id: str = Field("default_chat_model", description="id of a model in `models` (confirm_with_model)")
     prompt: Path | None = Field(None, description="prompt file (confirm_with_model); unset: the packaged default")
     max_completion_tokens: int | None = Field(1000, ge=1, description="longest answer (confirm_with_model); a "
