@@ -267,3 +267,16 @@ def test_max_edit_distance_zero_turns_the_spelling_rule_off_plurals_included():
     rows = entities(("u1", "Nuclear Bomb", "CONCEPT", "A"), ("u1", "Nuclear Bombs", "CONCEPT", "B"))
     assert len(merge_graph(rows, relationships(), max_edits=1).entities) == 1
     assert len(merge_graph(rows, relationships(), max_edits=0).entities) == 2
+
+
+def test_an_organization_merges_into_a_part_named_after_it_only_when_the_text_calls_it_one():
+    merged = merge_graph(
+        entities(("u1", "Harvard", "ORGANIZATION", "A university in Cambridge"),
+                 ("u1", "Harvard Medical School", "ORGANIZATION", "Its medical school"),
+                 ("u2", "Aldwick", "ORGANIZATION", "A university in the north"),
+                 ("u2", "Aldwick University", "ORGANIZATION", "Same")),
+        relationships())
+    titles = set(merged.entities["title"])
+    assert {"HARVARD", "HARVARD MEDICAL SCHOOL", "ALDWICK UNIVERSITY"} <= titles and "ALDWICK" not in titles
+    assert "Harvard Medical School is not all of Harvard" in merged.ambiguous_aliases.set_index("title").loc[
+        "HARVARD", "why"]

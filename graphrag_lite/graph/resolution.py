@@ -14,6 +14,7 @@ the model to decide), and evidence in the graph (a shared neighbour or a shared 
   the fullest name of the chain the graph ties it to; a place only when the longer name adds generic place
   words ("Aldermere" -> "Port Aldermere", not "Westminster" -> "Westminster Hall"), a feature only when the
   text calls the place one ("Ostra, a lake" -> "Lake Ostra", but "Michigan, a state" is not "Lake Michigan"),
+  likewise an institution named after an organization ("Harvard" is not "Harvard Medical School"),
   and a number only when the text gives it ("World Cup" is not the "2018 World Cup");
 - an acronym of exactly one longer name of the same type ("CFA" -> "Coastal Fisheries Authority", "USA" ->
   "United States of America": the initials of its words, small words aside);
@@ -70,12 +71,22 @@ PLACE_FEATURE_WORDS = frozenset({
     "LAKE", "RIVER", "BAY", "GULF", "SEA", "MOUNT", "MOUNTAIN", "MOUNTAINS", "VALLEY", "CAPE", "CITY", "ISLAND",
     "ISLE", "FOREST", "WOODS", "HILLS", "HEIGHTS", "SPRINGS", "COAST", "PENINSULA", "STRAIT", "HARBOUR", "HARBOR",
     "FORT", "FALLS", "MOOR", "MARSH", "PLAINS", "PLATEAU", "FJORD", "ATOLL", "OASIS"})
+# an institution often named after its parent or place: "Harvard Medical School" is not all of Harvard
+ORGANIZATION_PART_WORDS = frozenset({
+    "SCHOOL", "FOUNDATION", "HOSPITAL", "MUSEUM", "PRESS", "LIBRARY", "COLLEGE", "UNIVERSITY", "INSTITUTE",
+    "CENTER", "CENTRE", "STADIUM", "LABORATORY", "LABORATORIES", "ORCHESTRA", "THEATRE", "THEATER", "CLINIC",
+    "ACADEMY", "SEMINARY", "OBSERVATORY", "ZOO"})
+# which added words may make a longer name another entity, per type, unless the text says so of this name
+NAMED_AFTER = {"GEO": (PLACE_FEATURE_WORDS, "a place may be named after it (Lake Michigan is not Michigan)"),
+               "ORGANIZATION": (ORGANIZATION_PART_WORDS, "a part may be named after it (Harvard Medical School is "
+                                                          "not all of Harvard)")}
 # how a description says a place is such a feature ("a headland" for CAPE); otherwise the word itself
 FEATURE_KINDS = {"MOUNT": ("mount", "peak"), "MOUNTAIN": ("mountain", "peak"), "MOUNTAINS": ("mountain", "range"),
                  "CAPE": ("cape", "headland", "promontory"), "ISLE": ("isle", "island"), "HEIGHTS": ("heights", "hill"),
                  "SPRINGS": ("springs", "spa"), "WOODS": ("wood", "forest"), "HARBOUR": ("harbo",),
                  "HARBOR": ("harbo",), "FALLS": ("falls", "waterfall"), "PLAINS": ("plain",), "HILLS": ("hill",),
-                 "FORT": ("fort",)}
+                 "FORT": ("fort",), "CENTER": ("cent",), "CENTRE": ("cent",), "THEATRE": ("theat",),
+                 "THEATER": ("theat",), "LABORATORY": ("lab",), "LABORATORIES": ("lab",)}
 # words that say what kind of thing a name is, not which one: a name made only of them merges into nothing, and
 # "<generic place word> of X" is the place X; settings add to these (entity_resolution.generic_words). Place
 # words name the kind of area or natural feature ("Lake Ostra" is Ostra), never a building or facility in it
@@ -349,11 +360,11 @@ class _NameIndex:
         numbers = [word for word in added if _numeric(word)]
         if numbers and not all(re.search(rf"\b{n.lower()}\b", c.described) for n in numbers):
             return "the longer name adds a number: an edition or a part (2018 World Cup, World War II)"
-        features = added & PLACE_FEATURE_WORDS if c.type == "GEO" else set()
+        kinds, named_after = NAMED_AFTER.get(c.type, (frozenset(), ""))
+        features = added & kinds
         if not all(re.search(rf"\b({'|'.join(FEATURE_KINDS.get(f, (f.lower(),)))})", c.described)
                    for f in features):
-            return "a place may be named after it (Lake Michigan is not Michigan), and the text does not call it " \
-                   f"a {' or '.join(sorted(f.lower() for f in features))}"
+            return f"{named_after}, and the text does not call it a {' or '.join(sorted(f.lower() for f in features))}"
         return ""
 
     def part_of(self, short: str, long: str) -> bool:
