@@ -191,18 +191,21 @@ def aliases(
             print_ambiguous(store.read("ambiguous_aliases") if store.has("ambiguous_aliases") else None)
             return
         table = store.read("entity_aliases")
-        names = table.assign(key=table["alias"].map(normalize_name)).drop_duplicates("key")
+        ruled = table[table["reason"] != NORMALIZED]
+        names = ruled.assign(key=ruled["alias"].map(normalize_name)).drop_duplicates("key")
         counts = names.groupby("reason").size().sort_values(ascending=False)
-        console.print(f"{len(names):,} names merged into another's node, by reason: " +
-                      "; ".join(f"{r} {n:,}" for r, n in counts.items()), highlight=False)
+        console.print(f"names merged into another's node by a rule: {len(names):,} (" +
+                      "; ".join(f"{r} {n:,}" for r, n in counts.items()) + f"); other spellings of one name "
+                      f"(case, punctuation, a man's honorific): {len(table) - len(ruled):,}", highlight=False)
         shown = table if every else table[table["reason"] != NORMALIZED]
         if reason:
             shown = shown[shown["reason"].str.contains(reason, case=False, regex=False)]
         print_merges(shown)
         if csv is not None:
             added, kept = write_alias_overrides(shown, csv)
-            console.print(f"wrote {csv}: merges added (action `merge`): {added:,}" +
-                          (f"; lines it already had, kept: {kept:,}" if kept else ""), highlight=False)
+            console.print(f"wrote {csv}: merges added (action `merge`): {added:,}, one line per name (other "
+                          "spellings of one name need none)" + (f"; lines it already had, kept: {kept:,}" if kept
+                                                               else ""), highlight=False)
 
     _guarded(verbose, run)
 
@@ -210,7 +213,8 @@ def aliases(
 def print_merges(table: Any) -> None:
     from rich.table import Table
 
-    listing = Table(title=f"{len(table):,} merges", title_justify="left", padding=(0, 1))
+    listing = Table(title=f"spellings merged into another name: {len(table):,}", title_justify="left",
+                    padding=(0, 1))
     for column in ("alias", "merged into", "reason"):
         listing.add_column(column, overflow="fold")
     for row in table.sort_values(["title", "alias"]).itertuples():

@@ -199,7 +199,8 @@ def test_a_place_merges_into_a_longer_name_only_when_that_adds_generic_place_wor
     rows = [("u1", "Westminster", "GEO", "A city"), ("u1", "Westminster Hall", "GEO", "A building in it"),
             ("u2", "York", "GEO", "A city"), ("u2", "New York", "GEO", "Another city"),
             ("u3", "Ostra", "GEO", "A lake"), ("u3", "Lake Ostra", "GEO", "Same"),
-            ("u4", "Kordale", "GEO", "A hill"), ("u4", "Kordale Tor", "GEO", "Same")]
+            ("u4", "Kordale", "GEO", "A granite tor"), ("u4", "Kordale Tor", "GEO", "Same"),
+            ("u5", "Carrow", "GEO", "A village"), ("u5", "Carrow Tor", "GEO", "A hill above it")]
     merged = merge_graph(entities(*rows), relationships())
     assert {"WESTMINSTER", "YORK", "LAKE OSTRA", "KORDALE"} <= set(merged.entities["title"])
     # a project's own generic words (entity_resolution.generic_words) join the built-in ones
@@ -209,6 +210,7 @@ def test_a_place_merges_into_a_longer_name_only_when_that_adds_generic_place_wor
     words = generic_words(EntityResolutionConfig(generic_words={"geo": ["Tor"]}))
     merged = merge_graph(entities(*rows), relationships(), generic_words=words)
     assert "KORDALE TOR" in set(merged.entities["title"]) and "KORDALE" not in set(merged.entities["title"])
+    assert "CARROW" in set(merged.entities["title"])  # a project's word is a feature: the text must call it one
 
 
 def test_a_short_name_merges_into_the_fullest_name_the_graph_ties_it_to_and_ambiguity_is_recorded():

@@ -360,8 +360,11 @@ class _NameIndex:
         numbers = [word for word in added if _numeric(word)]
         if numbers and not all(re.search(rf"\b{n.lower()}\b", c.described) for n in numbers):
             return "the longer name adds a number: an edition or a part (2018 World Cup, World War II)"
-        kinds, named_after = NAMED_AFTER.get(c.type, (frozenset(), ""))
-        features = added & kinds
+        kinds, named_after = NAMED_AFTER.get(c.type, (frozenset(), "a longer name may be another entity"))
+        # a project's own generic words (entity_resolution.generic_words) count as features: "Carrow Tor" is
+        # Carrow only when the text calls Carrow a tor
+        features = added & (kinds | (self.generic_words.get(c.type, frozenset()) - GENERIC_WORDS.get(c.type,
+                                                                                                    frozenset())))
         if not all(re.search(rf"\b({'|'.join(FEATURE_KINDS.get(f, (f.lower(),)))})", c.described)
                    for f in features):
             return f"{named_after}, and the text does not call it a {' or '.join(sorted(f.lower() for f in features))}"
