@@ -32,7 +32,8 @@ def overrides_file(tmp_path: Path, text: str) -> Path:
     ("alias,title,action\nA,B,merge\nB,C,merge\nC,A,merge\n", "the merges go round in a loop (A -> B -> C -> A)"),
     ("alias,title,action\nHolmes,Sherlock Holmes,join\n", "line 2: action 'join' is not one of merge, never"),
     ("alias,title,action\nHolmes,,merge\n", "line 2: needs a name in both alias and title"),
-    ("alias,title,action\nMr. Holmes,HOLMES,never\n", "line 2: 'Mr. Holmes' and 'HOLMES' are one name"),
+    ("alias,title,action\nMr. Holmes,HOLMES,merge\n", "line 2: 'Mr. Holmes' and 'HOLMES' are one name"),
+    ("alias,title,action\nHolmes,HOLMES.,never\n", "line 2: 'Holmes' and 'HOLMES.' differ only in case"),
     ("alias,title,action\nHolmes,Sherlock Holmes,merge\nHolmes,Mycroft Holmes,merge\n",
      "line 3: 'Holmes' is already merged into 'Sherlock Holmes' on an earlier line"),
     ("alias,title,action\nHolmes,Sherlock Holmes,merge\nSherlock Holmes,Holmes,never\n",
@@ -142,3 +143,19 @@ def test_a_users_merge_is_never_the_one_undone_for_a_rules_merge_and_loops_are_r
     assert descriptions == {"the group", "a shipper", "short"}
     northwind = merged.entities.set_index("title").loc["NORTHWIND", "descriptions"]
     assert {"the group", "short"} <= set(northwind)
+
+
+def test_a_never_line_separates_two_names_that_normalize_alike(tmp_path):
+    # in this text the bare "Kessler" is the mayor, Astrid, not Mr. (Erik) Kessler
+    raw = entities(("u1", "Mr. Kessler", "PERSON", "Erik, the harbour master"),
+                   ("u1", "Kessler", "PERSON", "The mayor"), ("u2", "Kessler", "PERSON", "The mayor again"),
+                   ("u2", "Lindholm", "GEO", "A town"))
+    rels = relationships(("u2", "Kessler", "Lindholm", "mayor of", 2), ("u1", "Mr. Kessler", "Kessler", "x", 1))
+    assert merge_graph(raw, rels).entities["title"].tolist() == ["KESSLER", "LINDHOLM"]  # normalization joins them
+    path = overrides_file(tmp_path, "alias,title,action\nKessler,Mr. Kessler,never\n")
+    merged = merge_graph(raw, rels, overrides=read_alias_overrides(path))
+    table = merged.entities.set_index("title")
+    assert list(table.index) == ["KESSLER", "LINDHOLM", "MR. KESSLER"]
+    assert table.loc["MR. KESSLER", "descriptions"] == ["Erik, the harbour master"]
+    assert set(zip(merged.relationships["source"], merged.relationships["target"], strict=True)) == {
+        ("KESSLER", "LINDHOLM"), ("MR. KESSLER", "KESSLER")}

@@ -44,7 +44,8 @@ class MergeResult:
 def merge_graph(raw_entities: pd.DataFrame, raw_relationships: pd.DataFrame, resolve: bool = True,
                 max_edits: int = 1, generic_words: dict[str, frozenset[str]] | None = None,
                 overrides: AliasOverrides | None = None) -> MergeResult:
-    keys = [normalize_name(n) for n in raw_entities["name"]]
+    key_of = overrides.key if overrides else normalize_name
+    keys = [key_of(n) for n in raw_entities["name"]]
     groups: dict[str, list[int]] = defaultdict(list)
     for row, key in enumerate(keys):
         if key:
@@ -53,7 +54,7 @@ def merge_graph(raw_entities: pd.DataFrame, raw_relationships: pd.DataFrame, res
     types = raw_entities["type"].tolist()
     units = raw_entities["text_unit_id"].tolist()
 
-    rel_keys = [(normalize_name(s), normalize_name(t)) for s, t in zip(raw_relationships["source"],
+    rel_keys = [(key_of(s), key_of(t)) for s, t in zip(raw_relationships["source"],
                                                                       raw_relationships["target"], strict=True)]
     neighbours: dict[str, set[str]] = defaultdict(set)
     for s, t in rel_keys:

@@ -4,7 +4,8 @@
     Holmes,Sherlock Holmes,merge
     Kent,Earldom of Kent,never
 
-`merge` puts `alias` in the node of `title`; `never` keeps the two apart whatever the rules decide. Names are
+`merge` puts `alias` in the node of `title`; `never` keeps the two apart whatever the rules decide, even two
+names that normalize alike ("Kessler,Mr. Kessler,never": Mr. Kessler gets a node of his own). Names are
 matched as entity resolution matches them (case, punctuation, articles and a man's honorific aside: "Mr.
 Holmes" is Holmes, "Mrs. Bennet" stays Mrs. Bennet). Other columns
 (such as the `reason` that `graphrag-lite aliases --csv` writes) are ignored, so a listing of the merges can
@@ -20,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from graphrag_lite.errors import ConfigError
-from graphrag_lite.graph.resolution import normalize_name
+from graphrag_lite.graph.resolution import literal_name, normalize_name
 
 ACTIONS = ("merge", "never")
 NORMALIZED = "same name after normalization"  # the reason merge.py gives names that normalize alike
@@ -32,24 +33,33 @@ class AliasOverrides:
     never: frozenset[frozenset[str]] = frozenset()  # pairs of normalized names kept apart
     spelled: dict[str, str] = field(default_factory=dict)  # normalized name -> as the file spells it
     reasons: dict[str, str] = field(default_factory=dict)  # alias -> why, for merges not from the file
+    # spellings (literal_name) a `never` line keeps apart from a name they normalize like ("Mr. Kessler" from
+    # "Kessler"): each is grouped under its own spelling
+    separate: frozenset[str] = frozenset()
+
+    def key(self, name: str) -> str:
+        """The grouping key of a name: its normalized form, or its own spelling when a line separates it."""
+        literal = literal_name(name)
+        return literal if literal in self.separate else normalize_name(name)
 
     def with_merges(self, merges: dict[str, str], reason: str) -> AliasOverrides:
         """These and `merges` (titles: alias -> the name it merges into); the file's own lines win."""
-        added = {normalize_name(a): normalize_name(t) for a, t in merges.items()}
+        added = {self.key(a): self.key(t) for a, t in merges.items()}
         added = {a: t for a, t in added.items() if a not in self.merge}
         spelled = {**{key: key for key in [*added, *added.values()]}, **self.spelled}
         return AliasOverrides({**self.merge, **added}, self.never, spelled,
-                              {**self.reasons, **dict.fromkeys(added, reason)})
+                              {**self.reasons, **dict.fromkeys(added, reason)}, self.separate)
 
 
 def read_alias_overrides(path: Path) -> AliasOverrides:
     """The overrides file, or a ConfigError naming the file, line and what to change."""
     rows = _rows(path)
+    separate = frozenset(_separated(path, rows))
     merge: dict[str, str] = {}
     never: set[frozenset[str]] = set()
     spelled: dict[str, str] = {}
     for line, row in rows:
-        alias, title = normalize_name(row["alias"]), normalize_name(row["title"])
+        alias, title = (AliasOverrides(separate=separate).key(row[c]) for c in ("alias", "title"))
         _check_row(path, line, row, alias, title)
         if row["action"] == "merge" and merge.get(alias, title) != title:
             raise ConfigError(f"{path}, line {line}: {row['alias']!r} is already merged into "
@@ -64,7 +74,23 @@ def read_alias_overrides(path: Path) -> AliasOverrides:
         a, b = sorted(contradicted[0])
         raise ConfigError(f"{path}: {spelled[a]!r} and {spelled[b]!r} are both merged and kept apart; keep one line")
     _check_no_loop(path, merge, spelled)
-    return AliasOverrides(merge, frozenset(never), spelled)
+    return AliasOverrides(merge, frozenset(never), spelled, separate=separate)
+
+
+def _separated(path: Path, rows: list[tuple[int, dict[str, str]]]) -> set[str]:
+    """The spellings `never` lines keep apart from a name they normalize like: the one(s) whose own spelling
+    differs from the shared normalized form ("MR KESSLER", not "KESSLER")."""
+    found: set[str] = set()
+    for line, row in rows:
+        names = [row.get("alias", ""), row.get("title", "")]
+        if row["action"] != "never" or normalize_name(names[0]) != normalize_name(names[1]) or not all(names):
+            continue
+        literals = [literal_name(n) for n in names]
+        if literals[0] == literals[1]:
+            raise ConfigError(f"{path}, line {line}: {names[0]!r} and {names[1]!r} differ only in case, spacing or "
+                              "punctuation, so they cannot be told apart; remove the line")
+        found.update(lit for lit, n in zip(literals, names, strict=True) if lit != normalize_name(n))
+    return found
 
 
 def _rows(path: Path) -> list[tuple[int, dict[str, str]]]:
@@ -96,8 +122,8 @@ def _check_row(path: Path, line: int, row: dict[str, str], alias: str, title: st
                           f"{row.get('title')!r})")
     if alias == title:
         raise ConfigError(f"{where}: {row['alias']!r} and {row['title']!r} are one name once case, punctuation, "
-                          "articles and honorifics (a man's; a woman's stays) are set aside, so they are always one "
-                          "entity; remove the line")
+                          "articles and a man's honorific are set aside, so they are one entity already; remove the "
+                          "line (a `never` line between them would keep them apart)")
     if row["action"] not in ACTIONS:
         raise ConfigError(f"{where}: action {row['action']!r} is not one of {', '.join(ACTIONS)}")
 

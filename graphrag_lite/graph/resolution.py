@@ -112,13 +112,17 @@ def normalize_name(name: str) -> str:
     """The grouping key of a name: upper case, punctuation as spaces, no possessive, no leading article or
     honorific (unless that is the whole name). A woman's honorific stays: "Mrs. Bennet" is not "Mr. Bennet",
     nor "Lady Batten" "Sir W. Batten"."""
-    text = unicodedata.normalize("NFKC", name).upper().replace("\u2019", "'")
-    text = re.sub(r"'S\b", "", text)
-    text = re.sub(r"[^\w\s&-]", " ", text)
-    words = text.split()
+    words = literal_name(name).split()
     while len(words) > 1 and (words[0] in ARTICLES or words[0] in HONORIFICS) and words[0] not in FEMALE_HONORIFICS:
         words = words[1:]
     return " ".join(words)
+
+
+def literal_name(name: str) -> str:
+    """A name as written, but for case, spacing, punctuation and a possessive: "Mr. Kessler's" is "MR KESSLER"."""
+    text = unicodedata.normalize("NFKC", name).upper().replace("\u2019", "'")
+    text = re.sub(r"'S\b", "", text)
+    return " ".join(re.sub(r"[^\w\s&-]", " ", text).split())
 
 
 def honorific_gender(name: str) -> str:
