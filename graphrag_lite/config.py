@@ -27,6 +27,12 @@ from graphrag_lite.graph.resolution import normalize_name
 CONFIG_FILENAMES = ("settings.yaml", "settings.yml")
 
 
+def prompt_field(file: str, description: str = "prompt file; unset: the packaged default") -> Any:
+    """A prompt setting: a file path, or None for the packaged prompt `file` (which `init` copies into the
+    project's prompts/ folder and names here)."""
+    return Field(None, description=description, json_schema_extra={"prompt_file": file})
+
+
 class Section(BaseModel):
     """Base for every config section: unknown keys are errors, values are checked on assignment."""
 
@@ -86,14 +92,19 @@ class ChunkingConfig(Section):
 
 class ExtractGraphConfig(Section):
     model_id: str = Field("default_chat_model", description="id of a model in `models`")
-    prompt: Path | None = Field(None, description="prompt file; unset: the packaged default")
+    prompt: Path | None = prompt_field("extract_graph.txt", "prompt file for GraphRAG's tuple answers (and for JSON "
+                                       "answers too when json_prompt is unset: a GraphRAG project's own prompt); "
+                                       "unset: the packaged default")
+    json_prompt: Path | None = prompt_field("extract_graph_json.txt", "prompt file for JSON answers (format json, "
+                                            "or auto with a model that takes structured output); unset: the "
+                                            "packaged default, or `prompt` when that is set")
     entity_types: list[str] = Field(["organization", "person", "geo", "event"],
                                     description="entity types the model is asked to find")
     max_gleanings: int = Field(1, ge=0, description="follow-up calls asking for missed entities")
     format: Literal["auto", "tuples", "json"] = Field(
-        "auto", description="answer format: GraphRAG's tuples, or JSON (prompt extract_graph_json.txt); auto: JSON "
-        "with structured output when LiteLLM says the model supports it, else tuples (a custom prompt decides by "
-        "its own format)")
+        "auto", description="answer format: GraphRAG's tuples (prompt), or JSON (json_prompt); auto: JSON with "
+        "structured output when LiteLLM says the model supports it, else tuples (a `prompt` set without a "
+        "json_prompt, as in a GraphRAG project, decides by the format it asks for)")
     max_completion_tokens: int | None = Field(8000, ge=1, description="longest answer (stops a model that "
                                               "rambles or loops); a longer one is cut off, and its complete records "
                                               "are kept and reported")
@@ -135,7 +146,8 @@ class EntityResolutionConfig(Section):
                                      "Bank?), from their descriptions: two cached calls per name, the candidates "
                                      "in both orders; it merges only when both answers agree")
     model_id: str = Field("default_chat_model", description="id of a model in `models` (confirm_with_model)")
-    prompt: Path | None = Field(None, description="prompt file (confirm_with_model); unset: the packaged default")
+    prompt: Path | None = prompt_field("resolve_alias.txt", "prompt file (confirm_with_model); unset: the packaged "
+                                                         "default")
     max_completion_tokens: int | None = Field(1000, ge=1, description="longest answer (confirm_with_model); a "
                                               "reasoning model needs room to think")
 
@@ -147,7 +159,7 @@ class EntityResolutionConfig(Section):
 
 class SummarizeDescriptionsConfig(Section):
     model_id: str = Field("default_chat_model", description="id of a model in `models`")
-    prompt: Path | None = Field(None, description="prompt file; unset: the packaged default")
+    prompt: Path | None = prompt_field("summarize_descriptions.txt")
     max_length: int = Field(500, ge=1, description="words per summary")
     max_input_tokens: int = Field(4000, ge=100, description="descriptions per call are folded to this size")
     max_completion_tokens: int | None = Field(2000, ge=1, description="longest summary; a longer one is cut off")
@@ -156,7 +168,7 @@ class SummarizeDescriptionsConfig(Section):
 class ExtractClaimsConfig(Section):
     enabled: bool = Field(False, description="extract claims (covariates)")
     model_id: str = Field("default_chat_model", description="id of a model in `models`")
-    prompt: Path | None = Field(None, description="prompt file; unset: the packaged default")
+    prompt: Path | None = prompt_field("extract_claims.txt")
     description: str = Field("Any claims or facts that could be relevant to information discovery.",
                              description="what counts as a claim")
     max_gleanings: int = Field(1, ge=0, description="follow-up calls asking for missed claims")
@@ -173,7 +185,7 @@ class ClusterGraphConfig(Section):
 
 class CommunityReportsConfig(Section):
     model_id: str = Field("default_chat_model", description="id of a model in `models`")
-    prompt: Path | None = Field(None, description="prompt file; unset: the packaged default")
+    prompt: Path | None = prompt_field("community_report.txt")
     max_length: int = Field(2000, ge=1, description="words per report")
     max_input_length: int = Field(8000, ge=500, description="tokens of context per report")
     max_completion_tokens: int | None = Field(6000, ge=1, description="longest report; a longer one is cut off")
@@ -195,7 +207,7 @@ class LocalSearchConfig(Section):
                                       "null: answer with the ranked evidence, no model")
     embedding_model_id: str | None = Field("default_embedding_model", description="model that embeds the question "
                                            "(the index's embedding model); null: link entities by keywords only")
-    prompt: Path | None = Field(None, description="prompt file; unset: the packaged default")
+    prompt: Path | None = prompt_field("local_search_system_prompt.txt")
     max_context_tokens: int = Field(12000, ge=500, description="tokens of context sent with the question")
     top_k_entities: int = Field(10, ge=1, description="entities linked to the question")
     top_k_relationships: int = Field(10, ge=1, description="relationships per linked entity")
@@ -217,8 +229,8 @@ class LocalSearchConfig(Section):
     hops: int = Field(1, ge=1, le=5, description="retrieval rounds (`query local --hops`); from 2, the chat model "
                       "reads each round's context and names what is still missing (the bridge entity of a "
                       "multi-hop question), and the next round follows that lead: one extra call per round")
-    hop_prompt: Path | None = Field(None, description="prompt that asks for the next hop; unset: the packaged "
-                                    "default")
+    hop_prompt: Path | None = prompt_field("local_search_hop_prompt.txt", "prompt that asks for the next hop; "
+                                           "unset: the packaged default")
     hop_context_tokens: int = Field(4000, ge=500, description="tokens of context the model reads to name the next "
                                     "hop (entities, relationships, then sources)")
 
@@ -226,8 +238,10 @@ class LocalSearchConfig(Section):
 class GlobalSearchConfig(Section):
     chat_model_id: str | None = Field("default_chat_model", description="id of a model in `models`; "
                                       "null: answer with the ranked evidence, no model")
-    map_prompt: Path | None = Field(None, description="map prompt file; unset: the packaged default")
-    reduce_prompt: Path | None = Field(None, description="reduce prompt file; unset: the packaged default")
+    map_prompt: Path | None = prompt_field("global_search_map_system_prompt.txt", "map prompt file; unset: the "
+                                                                                  "packaged default")
+    reduce_prompt: Path | None = prompt_field("global_search_reduce_system_prompt.txt", "reduce prompt file; unset: "
+                                                                                        "the packaged default")
     max_context_tokens: int = Field(8000, ge=500, description="tokens of reports per map call")
     data_max_tokens: int = Field(12000, ge=500, description="tokens of map points sent to the reduce call")
     min_community_rank: float = Field(0, ge=0, le=10, description="reports rated below this are left out")
@@ -237,7 +251,8 @@ class GlobalSearchConfig(Section):
                                               "down and map over the relevant ones only, instead of one level")
     dynamic_model_id: str | None = Field(None, description="model that rates reports (a cheap one); unset: "
                                          "chat_model_id")
-    dynamic_rate_prompt: Path | None = Field(None, description="rating prompt file; unset: the packaged default")
+    dynamic_rate_prompt: Path | None = prompt_field("global_search_rate_prompt.txt", "rating prompt file; unset: the "
+                                                                                     "packaged default")
     dynamic_threshold: int = Field(1, ge=0, le=5, description="reports rated at least this (0-5) are relevant")
     dynamic_max_level: int = Field(2, ge=0, description="deepest level the selection descends to")
 
@@ -247,7 +262,7 @@ class BasicSearchConfig(Section):
                                       "null: answer with the ranked evidence, no model")
     embedding_model_id: str | None = Field("default_embedding_model", description="model that embeds the question; "
                                            "null: keyword search only")
-    prompt: Path | None = Field(None, description="prompt file; unset: the packaged default")
+    prompt: Path | None = prompt_field("basic_search_system_prompt.txt")
     k: int = Field(10, ge=1, description="text units retrieved")
     max_context_tokens: int = Field(12000, ge=500, description="tokens of context sent with the question")
 

@@ -5,7 +5,7 @@ from __future__ import annotations
 import shutil
 from pathlib import Path
 
-from pydantic import SecretStr
+from pydantic import BaseModel, SecretStr
 
 from graphrag_lite.config import GraphRagConfig, ModelConfig, render_settings_yaml
 from graphrag_lite.errors import GraphragLiteError
@@ -24,17 +24,35 @@ GRAPHRAG_API_KEY=<your-api-key>
 
 
 def project_config() -> GraphRagConfig:
-    """The configuration `init` writes: the defaults, with the API key read from GRAPHRAG_API_KEY."""
+    """The configuration `init` writes: the defaults, with the API key read from GRAPHRAG_API_KEY and every
+    prompt setting naming its copy in prompts/, so an edited copy is the prompt used."""
     key = SecretStr("${GRAPHRAG_API_KEY}")
-    return GraphRagConfig(models={
+    config = GraphRagConfig(models={
         "default_chat_model": ModelConfig(model="openai/gpt-4o-mini", api_key=key),
         "default_embedding_model": ModelConfig(model="openai/text-embedding-3-small", api_key=key),
     })
+    for (section, setting), file in prompt_settings().items():
+        setattr(getattr(config, section), setting, Path("prompts") / file)
+    return config
+
+
+def prompt_settings() -> dict[tuple[str, str], str]:
+    """(section, setting) -> the packaged prompt file it falls back to, for every prompt setting."""
+    found = {}
+    for section, field in GraphRagConfig.model_fields.items():
+        model = field.annotation
+        if isinstance(model, type) and issubclass(model, BaseModel):
+            for setting, inner in model.model_fields.items():
+                extra = inner.json_schema_extra
+                if isinstance(extra, dict) and "prompt_file" in extra:
+                    found[(section, setting)] = str(extra["prompt_file"])
+    return found
 
 
 def init_project(root: Path, force: bool = False) -> list[Path]:
     """Write the project files into `root`; refuses to replace existing ones unless `force`."""
-    prompts = sorted(p for p in data_dir("prompts").iterdir() if p.is_file() and p.suffix in (".txt", ".md"))
+    wired = set(prompt_settings().values()) | {"README.md"}
+    prompts = sorted(p for p in data_dir("prompts").iterdir() if p.is_file() and p.name in wired)
     targets = [root / "settings.yaml", root / ".env"] + [root / "prompts" / p.name for p in prompts]
     existing = [t for t in targets if t.exists()]
     if existing and not force:

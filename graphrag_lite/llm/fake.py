@@ -63,6 +63,7 @@ class FakeStats:
     in_flight: int = 0
     peak_in_flight: int = 0
     started: list[float] = field(default_factory=list)
+    first_messages: list[str] = field(default_factory=list)  # what each request began with (a prompt's text)
 
     def reset(self) -> None:
         self.__init__()  # type: ignore[misc]
@@ -120,6 +121,7 @@ class FakeLLM(CustomLLM):
         STATS.completions += 1
         prompt_tokens = sum(count_tokens(str(m.get("content", "")), "o200k_base") for m in messages)
         STATS.prompt_tokens += prompt_tokens
+        STATS.first_messages.append(str(messages[0].get("content", "")) if messages else "")
         STATS.started.append(time.monotonic())
         STATS.in_flight += 1
         STATS.peak_in_flight = max(STATS.peak_in_flight, STATS.in_flight)

@@ -23,7 +23,7 @@ from graphrag_lite.config import GraphRagConfig, load_config
 from graphrag_lite.llm.gateway import Gateway, LLMCallError, gather_all
 from graphrag_lite.llm.structured import ParseError, json_parser, strip_reasoning
 from graphrag_lite.nlp.extractor import sentences
-from graphrag_lite.prompts import fill, load_prompt
+from graphrag_lite.prompts import fill, section_prompt
 from graphrag_lite.query.citations import resolve_citations
 from graphrag_lite.query.context import ContextTable, pack, render
 from graphrag_lite.query.global_search import (
@@ -132,7 +132,7 @@ class GraphRAG:
         still lacks after each round, and the next round follows that lead."""
         cfg = self.config.local_search
         context, rounds = await self.alocal_rounds(question, community_level, hops or cfg.hops)
-        prompt = load_prompt(cfg.prompt, "local_search_system_prompt.txt", required=("context_data",))
+        prompt = section_prompt(cfg, required=("context_data",))
         result = await self._answer("local", question, cfg.chat_model_id, prompt, context.tables, response_type,
                                     on_piece, budgets=context.budgets)
         result.sections = [asdict(s) for s in context.sections]
@@ -195,8 +195,7 @@ class GraphRAG:
         """Ask the model what the context still lacks: a search query, or "" when it says it is enough."""
         cfg = self.config.local_search
         assert cfg.chat_model_id is not None
-        template = load_prompt(cfg.hop_prompt, "local_search_hop_prompt.txt",
-                               required=("context_data", "question", "searched"))
+        template = section_prompt(cfg, "hop_prompt", required=("context_data", "question", "searched"))
         prompt = fill(template, question=question, searched="\n".join(searched) or "(nothing yet)",
                       context_data=render(hop_context(context.tables, cfg.hop_context_tokens)))
         before = self.gateway.ledger.totals("query_local_hop")
@@ -224,7 +223,7 @@ class GraphRAG:
                             on_piece: OnPiece | None = None) -> SearchResult:
         cfg = self.config.basic_search
         sources = await self.abasic_context(question)
-        prompt = load_prompt(cfg.prompt, "basic_search_system_prompt.txt", required=("context_data",))
+        prompt = section_prompt(cfg, required=("context_data",))
         return await self._answer("basic", question, cfg.chat_model_id, prompt, [sources], response_type, on_piece,
                                   budgets={"Sources": cfg.max_context_tokens})
 
@@ -268,9 +267,9 @@ class GraphRAG:
         coverage = measure_coverage(self.index, selection, level, batches, points, reduce.points, report_themes)
         context = {"Reports": mapped, "Points": [p.model_dump() for p in sorted(points, key=lambda p: -p.score)]}
         if reduce.points:
-            reduce_prompt = fill(load_prompt(cfg.reduce_prompt, "global_search_reduce_system_prompt.txt",
-                                             required=("report_data",)), report_data=reduce.text,
-                                 response_type=response_type, max_length=cfg.reduce_max_length)
+            reduce_prompt = fill(section_prompt(cfg, "reduce_prompt", required=("report_data",)),
+                                 report_data=reduce.text, response_type=response_type,
+                                 max_length=cfg.reduce_max_length)
             answer = await self._generate(cfg.chat_model_id, reduce_prompt, question, "query_global_reduce", on_piece)
         else:
             answer = no_answer(question, selection, community_level)
@@ -282,8 +281,7 @@ class GraphRAG:
     async def _map(self, question: str, batches: list[ContextTable], problems: list[str]) -> list[Point]:
         """One map call per batch of reports; a failed call is named in `problems` and gives no points."""
         cfg = self.config.global_search
-        map_prompt = fill(load_prompt(cfg.map_prompt, "global_search_map_system_prompt.txt",
-                                      required=("context_data",)), max_length=cfg.map_max_length)
+        map_prompt = fill(section_prompt(cfg, "map_prompt", required=("context_data",)), max_length=cfg.map_max_length)
         chat_model_id = cfg.chat_model_id
         assert chat_model_id is not None  # global search without a chat model answers with evidence before this
 
@@ -303,7 +301,7 @@ class GraphRAG:
 
     async def _select_dynamically(self, question: str, problems: list[str]) -> tuple[ReportSelection, int]:
         cfg = self.config.global_search
-        template = load_prompt(cfg.dynamic_rate_prompt, "global_search_rate_prompt.txt", required=("report",))
+        template = section_prompt(cfg, "dynamic_rate_prompt", required=("report",))
         model_id = cfg.dynamic_model_id or cfg.chat_model_id
         assert model_id is not None  # global search without a chat model answers with evidence before this
 

@@ -24,7 +24,7 @@ from graphrag_lite.ids import stable_id
 from graphrag_lite.llm.gateway import Gateway, LLMCallError, gather_all
 from graphrag_lite.llm.structured import json_parser, number_from_text
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
-from graphrag_lite.prompts import fill, load_prompt
+from graphrag_lite.prompts import fill, section_prompt
 
 REPORT_COLUMNS = ["id", "human_readable_id", "community", "level", "parent", "children", "title", "summary",
                   "full_content", "rank", "rating_explanation", "findings", "full_content_json", "period", "size",
@@ -65,7 +65,7 @@ def run(ctx: StageContext) -> StageResult:
     communities = ctx.read("communities")
     builder = ContextBuilder(ctx.read("entities"), ctx.read("relationships"), ctx.read("covariates"),
                              cfg.max_input_length)
-    template = load_prompt(cfg.prompt, "community_report.txt", required=("input_text",))
+    template = section_prompt(cfg, required=("input_text",))
     template = fill(template, max_report_length=cfg.max_length)
     with ctx.bar(len(communities), "reports") as advance:
         rows, contexts = generate_reports(ctx.llm if len(communities) else None, cfg.model_id, template, builder,

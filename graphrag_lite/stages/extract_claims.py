@@ -16,7 +16,7 @@ from graphrag_lite.estimate import CallEstimate, gleaning_estimate
 from graphrag_lite.extraction.gleaning import CONTINUE_CLAIMS, ExtractionRequest, extract_units, summarize_outcomes
 from graphrag_lite.extraction.tuples import COMPLETION_DELIMITER, RECORD_DELIMITER, TUPLE_DELIMITER, parse_claims_reply
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
-from graphrag_lite.prompts import fill, load_prompt
+from graphrag_lite.prompts import fill, section_prompt
 from graphrag_lite.tokens import count_tokens
 
 CLAIM_COLUMNS = ["text_unit_id", "subject", "object", "type", "status", "start_date", "end_date", "description",
@@ -24,7 +24,7 @@ CLAIM_COLUMNS = ["text_unit_id", "subject", "object", "type", "status", "start_d
 
 
 def claims_prompt(cfg: ExtractClaimsConfig, entity_types: list[str]) -> str:
-    template = load_prompt(cfg.prompt, "extract_claims.txt", required=("input_text",))
+    template = section_prompt(cfg, required=("input_text",))
     return fill(template, entity_specs=", ".join(entity_types), claim_description=cfg.description,
                 tuple_delimiter=TUPLE_DELIMITER, record_delimiter=RECORD_DELIMITER,
                 completion_delimiter=COMPLETION_DELIMITER)

@@ -29,7 +29,7 @@ from graphrag_lite.extraction.tuples import (
 )
 from graphrag_lite.llm.gateway import Gateway
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
-from graphrag_lite.prompts import fill, load_prompt
+from graphrag_lite.prompts import fill, section_prompt
 from graphrag_lite.tokens import count_tokens
 
 ESTIMATE_ENCODING = "o200k_base"
@@ -38,20 +38,20 @@ RELATIONSHIP_COLUMNS = ["text_unit_id", "source", "target", "description", "stre
 
 
 def answer_format(cfg: ExtractGraphConfig, gateway: Gateway) -> str:
-    """tuples or json. `auto`: a project's own prompt decides by the format it asks for; the packaged prompts
-    use JSON when the model takes structured output (small local models extract far better that way; the
-    server enforces the JSON), and GraphRAG's tuples otherwise."""
+    """tuples or json. `auto`: a project's single prompt (a GraphRAG project's `prompt`, no `json_prompt`)
+    decides by the format it asks for; otherwise JSON when the model takes structured output (small local
+    models extract far better that way; the server enforces the JSON), and GraphRAG's tuples when not."""
     if cfg.format != "auto":
         return cfg.format
-    if cfg.prompt is not None:
-        text = load_prompt(cfg.prompt, "extract_graph.txt", required=("input_text",))
+    if cfg.prompt is not None and cfg.json_prompt is None:
+        text = section_prompt(cfg, required=("input_text",))
         return "tuples" if "{tuple_delimiter}" in text or TUPLE_DELIMITER in text else "json"
     return "json" if gateway.supports_json(cfg.model_id) else "tuples"
 
 
 def extraction_prompt(cfg: ExtractGraphConfig, answer_format: str) -> str:
-    default = "extract_graph_json.txt" if answer_format == "json" else "extract_graph.txt"
-    template = load_prompt(cfg.prompt, default, required=("input_text",))
+    key = "json_prompt" if answer_format == "json" and (cfg.json_prompt or not cfg.prompt) else "prompt"
+    template = section_prompt(cfg, key, required=("input_text",))
     return fill(template, entity_types=",".join(t.upper() for t in cfg.entity_types), tuple_delimiter=TUPLE_DELIMITER,
                 record_delimiter=RECORD_DELIMITER, completion_delimiter=COMPLETION_DELIMITER)
 

@@ -10,7 +10,7 @@ from graphrag_lite.graph.merge import MergeResult, merge_graph
 from graphrag_lite.graph.overrides import AliasOverrides, read_alias_overrides
 from graphrag_lite.graph.resolution import GENERIC_WORDS
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
-from graphrag_lite.prompts import load_prompt
+from graphrag_lite.prompts import section_prompt
 
 MODEL_CHOSE = "chosen by the model among several longer names"
 
@@ -29,7 +29,7 @@ def run(ctx: StageContext) -> StageResult:
         else []
     outcome = confirm.Outcome({}, [], [])
     if asked:
-        template = load_prompt(cfg.prompt, "resolve_alias.txt", required=("name", "candidates"))
+        template = section_prompt(cfg, required=("name", "candidates"))
         with ctx.bar(len(asked), "ambiguous names") as advance:
             outcome = confirm.confirm(ctx.llm, cfg.model_id, template, asked, cfg.max_completion_tokens, advance)
         if outcome.picks:

@@ -17,7 +17,7 @@ from graphrag_lite.extraction.tuples import without_markers
 from graphrag_lite.llm.gateway import Gateway, LLMCallError, gather_all
 from graphrag_lite.llm.structured import ParseError, strip_reasoning
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
-from graphrag_lite.prompts import fill, load_prompt
+from graphrag_lite.prompts import fill, section_prompt
 from graphrag_lite.tokens import count_tokens
 
 ENCODING = "o200k_base"
@@ -27,7 +27,7 @@ def run(ctx: StageContext) -> StageResult:
     cfg = ctx.config.summarize_descriptions
     entities = ctx.read("merged_entities")
     relationships = ctx.read("merged_relationships")
-    template = load_prompt(cfg.prompt, "summarize_descriptions.txt", required=("description_list",))
+    template = section_prompt(cfg, required=("description_list",))
     subjects = list(entities["title"]) + [f"{s}, {t}" for s, t in zip(relationships["source"],
                                                                             relationships["target"], strict=True)]
     lists = [list(d) for d in entities["descriptions"]] + [list(d) for d in relationships["descriptions"]]
