@@ -13,7 +13,9 @@ import contextlib
 import difflib
 import hashlib
 import json
+import os
 import resource
+import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Iterable, Iterator
@@ -32,7 +34,7 @@ from graphrag_lite.config import GraphRagConfig, Overrides, OverrideSources
 from graphrag_lite.errors import ConfigError, IndexIncomplete, PipelineError, PipelineFileError, UnknownStage
 from graphrag_lite.llm.ledger import BudgetExceeded, read_spend, write_spend
 from graphrag_lite.resources import data_dir
-from graphrag_lite.storage import OutputLock, OutputStore, read_json, write_json
+from graphrag_lite.storage import OutputLock, OutputStore, link_or_copy, read_json, write_json
 
 if TYPE_CHECKING:
     from graphrag_lite.estimate import CallEstimate
@@ -203,8 +205,10 @@ def _pipeline_path(name_or_path: str, root: Path | None) -> Path:
 
 def dry_run(config: GraphRagConfig, pipeline: Pipeline, console: Console) -> dict[str, Any]:
     """Estimate the model calls of every stage without making one. Stages that need no model run for real
-    (they give the counts: documents, text units); model stages are estimated from their inputs; stages
-    that need a model stage's answers are listed as not estimable."""
+    (they give the counts: documents, text units): in the output folder when it holds no index yet (the real
+    run then reuses them), else in a scratch copy of it, so an index is left exactly as it was. Model stages
+    are estimated from their inputs; stages that need a model stage's answers are listed as not estimable.
+    The estimates are written to OUTPUT/dry_run.json."""
     pending: set[str] = set()  # tables that only model answers would produce
     model_free: list[Stage] = []
     estimates: dict[str, Any] = {}
@@ -218,20 +222,42 @@ def dry_run(config: GraphRagConfig, pipeline: Pipeline, console: Console) -> dic
             estimates[stage.name] = None
         else:
             model_free.append(stage)
-    if model_free:
-        run_pipeline(config, Pipeline(pipeline.name, pipeline.description, model_free), console)
-    store = OutputStore(config.output.base_dir)
-    models = ModelAccess(config, use_cache=False)
-    progress = Progress(console=console, disable=True)
-    for stage in pipeline.stages:
-        if stage.name in estimates and estimates[stage.name] is None:
-            context = StageContext(config, store, progress, stage.name, models)
-            found = stage.estimate(context) if stage.estimate else None
-            estimates[stage.name] = found.as_dict(config) if found else {"note": "makes no model calls as configured"}
-    write_json(store.base_dir / "dry_run.json", estimates)
+    # an index already there is left exactly as it was; a new output folder keeps what the dry run did
+    existing = (config.output.base_dir / STATE_FILE).is_file()
+    with scratch_copy(config) if existing else contextlib.nullcontext(config) as trial:
+        if model_free:
+            run_pipeline(trial, Pipeline(pipeline.name, pipeline.description, model_free), console, brief=True)
+        store = OutputStore(trial.output.base_dir)
+        models = ModelAccess(trial, use_cache=False)
+        progress = Progress(console=console, disable=True)
+        for stage in pipeline.stages:
+            if stage.name in estimates and estimates[stage.name] is None:
+                context = StageContext(trial, store, progress, stage.name, models)
+                found = stage.estimate(context) if stage.estimate else None
+                estimates[stage.name] = found.as_dict(trial) if found else {"note": "makes no model calls as "
+                                                                                   "configured"}
+    config.output.base_dir.mkdir(parents=True, exist_ok=True)
+    write_json(config.output.base_dir / "dry_run.json", estimates)
     return estimates
 
 
+@contextlib.contextmanager
+def scratch_copy(config: GraphRagConfig) -> Iterator[GraphRagConfig]:
+    """The configuration pointed at a scratch output folder that starts as a linked copy of the real one's
+    tables and state (so finished stages are reused, and nothing written there reaches the index); removed
+    afterwards. It sits beside the output folder when it can, so the links need no copies."""
+    output = config.output.base_dir
+    parent = output.parent if os.access(output.parent, os.W_OK) else None
+    with tempfile.TemporaryDirectory(prefix=".graphrag-lite-dry-run-", dir=parent) as scratch:
+        trial = config.model_copy(deep=True)
+        trial.output.base_dir = Path(scratch) / "output"
+        trial.output.base_dir.mkdir()
+        if "://" not in config.vector_store.db_uri:
+            trial.vector_store.db_uri = str(Path(scratch) / "lancedb")
+        for table in [*output.glob("*.parquet"), output / STATE_FILE]:
+            if table.is_file():
+                link_or_copy(table, trial.output.base_dir / table.name)
+        yield trial
 def needs_model(stage: Stage, config: GraphRagConfig) -> bool:
     """Whether the stage calls a model as configured: not when its own section (the first it reads) is
     disabled, names no model (extract_claims.enabled: false, embed_text.model_id: null) or leaves the model

@@ -6,6 +6,7 @@ import fcntl
 import hashlib
 import json
 import os
+import shutil
 import sys
 import tempfile
 import time
@@ -40,6 +41,16 @@ def _umask() -> int:
     mask = os.umask(0)
     os.umask(mask)
     return mask
+
+
+def link_or_copy(source: Path, target: Path) -> None:
+    """A hard link (no copy; tables are replaced, never rewritten in place, so a later write to either side
+    leaves the other as it was); a copy where links are not possible (another file system)."""
+    target.unlink(missing_ok=True)
+    try:
+        os.link(source, target)
+    except OSError:
+        shutil.copy2(source, target)
 
 
 def write_json(path: Path, data: Any) -> None:

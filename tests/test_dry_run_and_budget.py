@@ -37,6 +37,20 @@ def test_dry_run_calls_no_model_and_matches_the_real_run(tmp_path):
     assert real["chunk_text"]["status"] == "unchanged, reused"
 
 
+def test_a_dry_run_leaves_an_existing_index_exactly_as_it_was(tmp_path):
+    root = make_project(tmp_path, [DULCE])
+    assert index(root).exit_code == 0
+    before = {p.name: p.read_bytes() for p in (root / "output").glob("*.parquet")}
+    state = (root / "output" / "pipeline_state.json").read_bytes()
+    # other chunking: a real run would rewrite documents and text units; the dry run must not
+    dry = index(root, "--dry-run", "--set", "chunking.size=300")
+    assert dry.exit_code == 0, dry.output
+    assert {p.name: p.read_bytes() for p in (root / "output").glob("*.parquet")} == before
+    assert (root / "output" / "pipeline_state.json").read_bytes() == state
+    assert json.loads((root / "output" / "dry_run.json").read_text())["extract_graph"]["calls"] > 5
+    assert not list(tmp_path.rglob(".graphrag-lite-dry-run-*"))  # the scratch copy is gone
+
+
 def test_dry_run_prompt_tokens_of_certain_calls_are_counted_exactly(tmp_path):
     root = make_project(tmp_path, [DULCE], "extract_graph:\n  max_gleanings: 0\n")
     assert index(root, "--dry-run").exit_code == 0

@@ -13,8 +13,6 @@ from __future__ import annotations
 
 import hashlib
 import json
-import os
-import shutil
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
 from pathlib import Path
@@ -29,7 +27,7 @@ from graphrag_lite.evaluation.questions import Question, load_questions, questio
 from graphrag_lite.experiment.spec import ExperimentSpec, Variant, expand_variants, load_spec
 from graphrag_lite.llm.ledger import BudgetExceeded
 from graphrag_lite.pipeline import QUERY_SECTIONS, STATE_FILE, Pipeline, configure, reusable_prefix, run_pipeline
-from graphrag_lite.storage import OutputStore, read_json, write_json
+from graphrag_lite.storage import OutputStore, link_or_copy, read_json, write_json
 
 
 @dataclass
@@ -152,19 +150,9 @@ def seed_from_other_index(planned: PlannedVariant, indexes: Path) -> str | None:
     for stage in planned.pipeline.stages[:count]:
         state[stage.name] = donor_state[stage.name]
         for table in donor_state[stage.name]["outputs"]:
-            _link(donor / f"{table}.parquet", folder / f"{table}.parquet")
+            link_or_copy(donor / f"{table}.parquet", folder / f"{table}.parquet")
     write_json(folder / STATE_FILE, state)
     return donor.name
-
-
-def _link(source: Path, target: Path) -> None:
-    """A hard link (no copy, and the donor's later rewrites replace its file, not this one); a copy where
-    links are not possible."""
-    target.unlink(missing_ok=True)
-    try:
-        os.link(source, target)
-    except OSError:
-        shutil.copy2(source, target)
 
 
 async def evaluate_variant(planned: PlannedVariant, plan: ExperimentPlan, answer: bool,
