@@ -56,8 +56,8 @@ def test_every_method_answers_the_fixture_queries_in_every_mode(novella, method,
     assert as_json.exit_code == 0, as_json.output
     data = json.loads(as_json.output)
     assert data["answer"].strip() == plain.output.strip() and data["method"] == method
-    assert data["citations"] and all(row.get("missing") is not True for rows in data["citations"].values()
-                                     for row in rows)
+    assert any(data["citations"].values()) and all(row.get("missing") is not True
+                                                    for rows in data["citations"].values() for row in rows)
 
 
 def test_local_context_sections_stay_within_their_caps_and_sources_get_the_rest(novella):
@@ -119,7 +119,7 @@ def test_async_api_and_global_map_reduce(novella):
     rag = GraphRAG.from_config(novella)
     result = asyncio.run(rag.aglobal_search("What is the major conflict in this story?", community_level=1))
     assert result.context["Points"] and all(0 <= p["score"] <= 100 for p in result.context["Points"])
-    assert "Reports" in result.citations()
+    assert result.citations()["Reports"]
 
 
 def test_global_search_with_nothing_relevant_says_so_plainly(novella):
@@ -160,7 +160,7 @@ def test_dynamic_community_selection_descends_only_into_relevant_reports(novella
     stats = rag.gateway.ledger.by_stage()
     assert stats["query_global_rate"]["calls"] == rated
     used = {row["id"] for row in result.context["Reports"]}
-    assert len(used) == kept and "Reports" in result.citations()
+    assert len(used) == kept and result.citations()["Reports"]
     assert result.coverage is not None and result.coverage.mapped_communities == kept
 
 

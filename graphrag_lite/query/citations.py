@@ -9,7 +9,7 @@ from typing import Any
 from graphrag_lite.query.index import IndexTables
 
 _REFERENCE = re.compile(r"\[Data:([^\]]*)\]", re.IGNORECASE)
-_GROUP = re.compile(r"(Sources|Entities|Relationships|Reports|Claims)\s*\(([^)]*)\)", re.IGNORECASE)
+_GROUP = re.compile(r"(Sources|Entities|Relationships|Reports|Claims)\s*\(([^)]*)\)", re.IGNORECASE)  # KINDS
 
 
 def cited_ids(answer: str) -> dict[str, list[int]]:
@@ -22,9 +22,13 @@ def cited_ids(answer: str) -> dict[str, list[int]]:
     return found
 
 
+KINDS = ("Sources", "Entities", "Relationships", "Reports", "Claims")
+
+
 def resolve_citations(answer: str, index: IndexTables) -> dict[str, list[dict[str, Any]]]:
-    """Every cited id with its row; an id that is not in the index is listed with `"missing": true`."""
-    resolved: dict[str, list[dict[str, Any]]] = {}
+    """Every cited id with its row, under each of the five kinds (an empty list when the answer cites none
+    of a kind); an id that is not in the index is listed with `"missing": true`."""
+    resolved: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
     for kind, ids in cited_ids(answer).items():
         rows = []
         for number in ids:
