@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import shlex
 import traceback
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -11,7 +12,7 @@ from typing import Annotated, Any, TypeVar
 import typer
 from rich.console import Console
 
-from graphrag_lite.errors import ConfigError, GraphragLiteError, IndexIncomplete, MissingIndex
+from graphrag_lite.errors import ConfigError, GraphragLiteError, IndexIncomplete, MissingIndex, index_command
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Build a knowledge-graph index of a folder of documents and query it.")
@@ -34,6 +35,12 @@ ConfigOption = Annotated[Path | None, typer.Option("--config", "-c",
 SetOption = Annotated[list[str] | None, typer.Option(
     "--set", "-s", help="override a setting, e.g. --set chunking.size=300 (repeatable)")]
 VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="show the full traceback on errors")]
+NoModelOption = Annotated[bool, typer.Option("--no-model", help="call no model: answer with the ranked evidence "
+                                             "and find entities by keywords (no key needed)")]
+# what --no-model sets, per search method: its chat model, and the model that embeds or rates for it
+NO_MODEL = {"local": ("local_search.chat_model_id", "local_search.embedding_model_id"),
+            "global": ("global_search.chat_model_id", "global_search.dynamic_model_id"),
+            "basic": ("basic_search.chat_model_id", "basic_search.embedding_model_id")}
 
 
 def _guarded(verbose: bool, action: Callable[[], T]) -> T:
@@ -68,8 +75,12 @@ def init(
     written = _guarded(verbose, lambda: init_project(root, force=force))
     for path in written:
         console.print(f"wrote {path}")
-    console.print(f"Next: put documents in {root / 'input'}, your key in {root / '.env'}, then "
-                  f"`graphrag-lite index --root {root}`")
+    where = shlex.quote(str(root))
+    console.print(f"Next:\n  1. put your documents in {root / 'input'}\n"
+                  f"  2. with a model: put your API key in {root / '.env'}, then  graphrag-lite index --root {where}\n"
+                  f"     with no key:   graphrag-lite index --root {where} --method fast\n"
+                  f"  3. graphrag-lite query local \"Who is ...?\" --root {where}   (with no key: add --no-model)",
+                  highlight=False, markup=False)
 
 
 @app.command()
@@ -138,7 +149,7 @@ def show(
                  "covariates", "entity_aliases"]
         present = [n for n in names if store.has(n)]
         if not present:
-            raise MissingIndex(f"no index in {store.base_dir}; run `graphrag-lite index` first")
+            raise MissingIndex(f"no index in {store.base_dir}; build it with `{index_command(cfg.root_dir)}`")
         console.print(f"Index in {store.base_dir}: " + ", ".join(f"{n} {len(store.read(n)):,}" for n in present),
                       highlight=False)
         if store.has("entities"):
@@ -184,11 +195,16 @@ def aliases(
     from graphrag_lite.storage import OutputStore
 
     def run() -> None:
-        store = OutputStore(load_config(root, config, set_ or []).output.base_dir)
+        cfg = load_config(root, config, set_ or [])
+        store = OutputStore(cfg.output.base_dir)
         if not store.has("entity_aliases"):
-            raise MissingIndex(f"no entity_aliases table in {store.base_dir}; run `graphrag-lite index` first")
+            raise MissingIndex(f"no entity_aliases table in {store.base_dir}; build the index with "
+                               f"`{index_command(cfg.root_dir)}`")
         if ambiguous:
-            print_ambiguous(store.read("ambiguous_aliases") if store.has("ambiguous_aliases") else None)
+            if not store.has("ambiguous_aliases"):
+                raise MissingIndex("this index predates the ambiguous_aliases table; rebuild it with "
+                                   f"`{index_command(cfg.root_dir, '--from merge_graph')}`")
+            print_ambiguous(store.read("ambiguous_aliases"))
             return
         table = store.read("entity_aliases")
         ruled = table[table["reason"] != NORMALIZED]
@@ -223,8 +239,6 @@ def print_merges(table: Any) -> None:
 
 
 def print_ambiguous(table: Any) -> None:
-    if table is None:
-        raise MissingIndex("this index predates the ambiguous_aliases table; run `graphrag-lite index --force`")
     console.print(f"names the rules left apart for you to decide: {len(table):,} (a `merge` line in "
                   "entity_resolution.overrides joins one to the name meant; confirm_with_model asks the model)",
                   highlight=False)
@@ -250,7 +264,7 @@ def export_graphml(
     def run() -> None:
         cfg = load_config(root, config, set_ or [])
         target = out or cfg.output.base_dir / "graph.graphml"
-        nodes, edges = write_graphml(OutputStore(cfg.output.base_dir), target)
+        nodes, edges = write_graphml(OutputStore(cfg.output.base_dir), target, cfg.root_dir)
         console.print(f"wrote {target} ({nodes:,} nodes, {edges:,} edges)", highlight=False)
 
     _guarded(verbose, run)
@@ -309,15 +323,17 @@ NoCacheOption = Annotated[bool, typer.Option("--no-cache", help="send every mode
 
 def _query(method: str, question: str, root: Path, config: Path | None, set_: list[str] | None, response_type: str,
            community_level: int | None, streaming: bool, as_json: bool, explain: bool, no_cache: bool,
-           verbose: bool) -> None:
+           verbose: bool, no_model: bool = False) -> None:
     import json
 
     from graphrag_lite.pipeline import describe_llm_totals
     from graphrag_lite.query.engine import GraphRAG, SearchResult
     from graphrag_lite.query.hops import describe_round
 
+    overrides = [*(set_ or []), *([f"{key}=null" for key in NO_MODEL[method]] if no_model else [])]
+
     def run() -> None:
-        rag = GraphRAG.from_config(root, config, set_ or [], use_cache=not no_cache)
+        rag = GraphRAG.from_config(root, config, overrides, use_cache=not no_cache)
         options: dict[str, Any] = {"response_type": response_type}
         if community_level is not None:
             options["community_level"] = community_level
@@ -362,13 +378,13 @@ def query_local(
                                              "names what the context still lacks and the next round follows "
                                              "it (default: local_search.hops)")] = None,
     streaming: StreamingOption = False, as_json: JsonOption = False, explain: ExplainOption = False,
-    no_cache: NoCacheOption = False, verbose: VerboseOption = False,
+    no_cache: NoCacheOption = False, no_model: NoModelOption = False, verbose: VerboseOption = False,
 ) -> None:
     """Answer from the neighbourhood of the entities the question is about (entities, relationships, claims,
     their communities' reports and the source text)."""
     overrides = [*(set_ or []), *([f"local_search.hops={hops}"] if hops else [])]
     _query("local", question, root, config, overrides, response_type, community_level, streaming, as_json, explain,
-           no_cache, verbose)
+           no_cache, verbose, no_model)
 
 
 @query_app.command("global")
@@ -377,11 +393,11 @@ def query_global(
     root: RootOption = Path("."), config: ConfigOption = None, set_: SetOption = None,
     response_type: ResponseTypeOption = "Multiple Paragraphs", community_level: LevelOption = 2,
     streaming: StreamingOption = False, as_json: JsonOption = False, explain: ExplainOption = False,
-    no_cache: NoCacheOption = False, verbose: VerboseOption = False,
+    no_cache: NoCacheOption = False, no_model: NoModelOption = False, verbose: VerboseOption = False,
 ) -> None:
     """Answer questions about the whole corpus: map-reduce over the community reports of one level."""
     _query("global", question, root, config, set_, response_type, community_level, streaming, as_json, explain,
-           no_cache, verbose)
+           no_cache, verbose, no_model)
 
 
 @query_app.command("basic")
@@ -390,12 +406,12 @@ def query_basic(
     root: RootOption = Path("."), config: ConfigOption = None, set_: SetOption = None,
     response_type: ResponseTypeOption = "Multiple Paragraphs",
     streaming: StreamingOption = False, as_json: JsonOption = False, explain: ExplainOption = False,
-    no_cache: NoCacheOption = False, verbose: VerboseOption = False,
+    no_cache: NoCacheOption = False, no_model: NoModelOption = False, verbose: VerboseOption = False,
 ) -> None:
     """Answer from the text units most similar to the question (vector and keyword search): plain RAG, the
     baseline to compare graph search against."""
     _query("basic", question, root, config, set_, response_type, None, streaming, as_json, explain, no_cache,
-           verbose)
+           verbose, no_model)
 
 
 def print_table(table: Any, title: str) -> None:

@@ -8,6 +8,7 @@ problem into a message that names the key (and the closest valid key for a typo)
 
 from __future__ import annotations
 
+import codecs
 import difflib
 import hashlib
 import os
@@ -19,7 +20,7 @@ from typing import Any, Literal
 
 import yaml
 from dotenv import dotenv_values
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator
+from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
 from graphrag_lite.errors import ConfigError
 from graphrag_lite.graph.resolution import normalize_name
@@ -81,6 +82,24 @@ class InputConfig(Section):
     id_column: str | None = Field(None, description="column used as document id; unset: a hash of the text")
     metadata: list[str] | None = Field(None, description="columns kept as metadata; unset: all other columns")
 
+    @field_validator("file_pattern")
+    @classmethod
+    def _a_regular_expression(cls, value: str) -> str:
+        try:
+            re.compile(value)
+        except re.error as err:
+            raise ValueError(f"{value!r} is not a valid regular expression: {err}") from None
+        return value
+
+    @field_validator("encoding")
+    @classmethod
+    def _a_known_encoding(cls, value: str) -> str:
+        try:
+            codecs.lookup(value.replace("-sig", "") if value.lower() != "utf-8-sig" else value)
+        except LookupError:
+            raise ValueError(f"{value!r} is not a known text encoding (utf-8, latin-1, cp1252, ...)") from None
+        return value
+
 
 class ChunkingConfig(Section):
     size: int = Field(1200, ge=1, description="tokens per text unit")
@@ -88,6 +107,12 @@ class ChunkingConfig(Section):
     encoding_model: str = Field("o200k_base", description="tiktoken encoding (o200k_base or cl100k_base)")
     prepend_metadata: bool = Field(False, description="start every text unit with the document's title "
                                    "and metadata (counted in its size)")
+
+    @model_validator(mode="after")
+    def _overlap_below_size(self) -> ChunkingConfig:
+        if self.overlap >= self.size:
+            raise ValueError(f"overlap ({self.overlap}) must be smaller than size ({self.size})")
+        return self
 
 
 class ExtractGraphConfig(Section):
@@ -426,6 +451,17 @@ def load_config(root: Path = Path("."), config: Path | None = None, overrides: O
                 ) -> GraphRagConfig:
     """Read, substitute, override, validate and resolve a settings file. A pipeline's recommended settings
     apply over the file, and --set overrides over both."""
+    path, data = read_settings(root, config)
+    for section, values in (pipeline_settings or {}).items():
+        if isinstance(values, dict) and isinstance(data.get(section), dict):
+            data[section] = {**data[section], **values}
+        else:
+            data[section] = values
+    return config_from_data(data, path, overrides, overrides_from)
+
+
+def read_settings(root: Path = Path("."), config: Path | None = None) -> tuple[Path, dict[str, Any]]:
+    """The settings file and its data, ${VAR}s substituted, not yet validated."""
     path = find_config_file(root, config)
     env_file = path.parent / ".env"
     dotenv = dotenv_values(env_file) if env_file.is_file() else {}
@@ -441,12 +477,7 @@ def load_config(root: Path = Path("."), config: Path | None = None, overrides: O
         raise ConfigError(f"{path}: not valid YAML: {err}") from err
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of sections at the top level")
-    for section, values in (pipeline_settings or {}).items():
-        if isinstance(values, dict) and isinstance(data.get(section), dict):
-            data[section] = {**data[section], **values}
-        else:
-            data[section] = values
-    return config_from_data(data, path, overrides, overrides_from)
+    return path, data
 
 
 def config_from_data(data: dict[str, Any], path: Path, overrides: Overrides = (),
@@ -517,6 +548,11 @@ def describe_validation_error(err: ValidationError, file: str, overridden: typin
         if problem["type"] == "extra_forbidden":
             valid = _field_names_at(GraphRagConfig, loc[:-1])
             lines.append(f"{source}: unknown key '{key}'{_suggest(loc[-1], valid, prefix=loc[:-1])}")
+            continue
+        if problem["type"] == "value_error":  # a check of ours: its message says what is wrong and expected
+            given = problem.get("input")
+            shown = "" if isinstance(given, dict) else f" = {given!r}"  # a section's check names its keys
+            lines.append(f"{source}: {key}{shown}: {problem['msg'].removeprefix('Value error, ')}")
             continue
         expected = _annotation_at(GraphRagConfig, loc)
         given = problem.get("input")

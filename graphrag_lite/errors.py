@@ -1,5 +1,10 @@
 """Errors a user can act on. The CLI prints their message as one line (the traceback only with --verbose)."""
 
+from __future__ import annotations
+
+import shlex
+from pathlib import Path
+
 
 class GraphragLiteError(Exception):
     """Base class: the message says what is wrong and what to do."""
@@ -44,6 +49,11 @@ class MissingIndex(GraphragLiteError):
     """A command that reads an index finds none, or a part of one missing: build it with `graphrag-lite index`."""
 
     exit_code = 2
+
+
+def index_command(root: Path, *flags: str) -> str:
+    """The command that builds the index of the project in `root`, as a message quotes it."""
+    return " ".join(["graphrag-lite index --root", shlex.quote(str(root)), *flags])
 
 
 class OutputLocked(GraphragLiteError):

@@ -157,14 +157,16 @@ def configure(root: Path, config_file: Path | None = None, overrides: Overrides 
               overrides_from: OverrideSources = "--set") -> tuple[GraphRagConfig, Pipeline]:
     """The settings and the pipeline of an index run: the settings file, under the settings the pipeline
     recommends (`method`, else the file's `pipeline`), under `overrides`."""
-    from graphrag_lite.config import load_config
+    from graphrag_lite.config import load_config, override_items, read_settings
     from graphrag_lite.stages import STAGES
 
-    cfg = load_config(root, config_file, overrides, overrides_from=overrides_from)
-    pipeline = load_pipeline(method or cfg.pipeline, STAGES, cfg.root_dir)
-    if pipeline.settings:
-        cfg = load_config(root, config_file, overrides, pipeline_settings=pipeline.settings,
-                          overrides_from=overrides_from)
+    # the pipeline's name comes first, unvalidated: its settings may be what makes the rest valid
+    path, data = read_settings(root, config_file)
+    named = [value for key, value in override_items(overrides) if key == ["pipeline"]]
+    name = method or (named[-1] if named else data.get("pipeline")) or GraphRagConfig.model_fields["pipeline"].default
+    pipeline = load_pipeline(str(name), STAGES, path.parent)
+    cfg = load_config(root, config_file, overrides, pipeline_settings=pipeline.settings or None,
+                      overrides_from=overrides_from)
     return cfg, pipeline
 
 
@@ -258,6 +260,21 @@ def scratch_copy(config: GraphRagConfig) -> Iterator[GraphRagConfig]:
             if table.is_file():
                 link_or_copy(table, trial.output.base_dir / table.name)
         yield trial
+def check_model_keys(config: GraphRagConfig, stages: list[Stage]) -> None:
+    """Before any stage runs: every model the stages to run will call has a usable key (not init's
+    placeholder, not missing where the provider needs one), else a ConfigError that says what to do."""
+    from graphrag_lite.llm.gateway import NO_KEY_CHOICES, key_problem
+
+    for stage in (s for s in stages if needs_model(s, config)):
+        own = getattr(config, stage.config_sections[0])
+        for key in ("model_id", "chat_model_id", "embedding_model_id"):
+            model_id = getattr(own, key, None)
+            model = config.models.get(model_id) if isinstance(model_id, str) else None
+            if model is not None and (problem := key_problem(model)) is not None:
+                raise ConfigError(f"{stage.config_sections[0]}.{key} '{model_id}' ({model.model}), used by "
+                                  f"{stage.name}: {problem}; {NO_KEY_CHOICES}")
+
+
 def needs_model(stage: Stage, config: GraphRagConfig) -> bool:
     """Whether the stage calls a model as configured: not when its own section (the first it reads) is
     disabled, names no model (extract_claims.enabled: false, embed_text.model_id: null) or leaves the model
@@ -333,6 +350,7 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
         return RunSummary(status="unchanged", output_dir=store.base_dir, problems=0,
                           stages={s.name: {**state[s.name]["stats"], "status": "unchanged, reused"}
                                   for s in pipeline.stages})
+    check_model_keys(config, pipeline.stages[reusable:])
     lock = OutputLock(store.base_dir)
     try:
         lock.acquire()

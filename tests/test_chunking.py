@@ -1,8 +1,8 @@
 import pandas as pd
 import pytest
+from pydantic import ValidationError
 
 from graphrag_lite.config import ChunkingConfig
-from graphrag_lite.errors import ConfigError
 from graphrag_lite.stages.chunk_text import chunk_documents
 from graphrag_lite.tokens import get_encoding
 
@@ -85,6 +85,6 @@ def test_prepended_metadata_counts_in_the_size():
     assert units["n_tokens"].max() == 30
 
 
-def test_overlap_not_smaller_than_size_is_a_config_error():
-    with pytest.raises(ConfigError, match=r"chunking\.overlap"):
-        chunk_documents(documents("x"), ChunkingConfig(size=10, overlap=10, encoding_model=ENCODING))
+def test_overlap_not_smaller_than_size_is_refused_by_the_settings_themselves():
+    with pytest.raises(ValidationError, match=r"overlap \(10\) must be smaller than size \(10\)"):
+        ChunkingConfig(size=10, overlap=10, encoding_model=ENCODING)

@@ -4,9 +4,11 @@ from __future__ import annotations
 
 from pathlib import Path
 
+import pytest
+
 from graphrag_lite.llm import fake
 from graphrag_lite.project import prompt_settings
-from tests.conftest import DATA
+from tests.conftest import DATA, REPO
 
 
 def fake_models(settings: str) -> str:
@@ -35,3 +37,82 @@ def test_init_wires_every_prompt_it_copies_and_an_edited_copy_is_the_prompt_used
     assert "= extract_graph: unchanged" in rerun.output and "= summarize_descriptions: unchanged" in rerun.output
     assert "✓ community_reports" in rerun.output
     assert any("Write in a calm voice (edited)." in m for m in fake.STATS.first_messages), rerun.output
+
+
+def test_settings_that_cannot_work_are_refused_before_any_stage_runs(tmp_path: Path, cli):
+    root = tmp_path / "p"
+    (root / "input").mkdir(parents=True)
+    (root / "input" / "a.txt").write_text("Alice met Bob in Paris. " * 50, encoding="utf-8")
+    (root / "settings.yaml").write_text("chunking:\n  size: 100\n  overlap: 100\n", encoding="utf-8")
+    result = cli("index", "--root", root)  # (the fast method would set its own overlap, 30)
+    assert result.exit_code == 2 and "settings.yaml: chunking: overlap (100) must be smaller than size (100)" \
+        in result.output
+    assert not (root / "output").exists()  # found before loading a document
+    for setting, message in (("input.file_pattern=*.txt", "input.file_pattern = '*.txt': '*.txt' is not a valid "
+                                                          "regular expression"),
+                             ("input.encoding=klingon", "'klingon' is not a known text encoding"),
+                             ("chunking.overlap=1500", "--set: chunking: overlap (1500) must be smaller"),
+                             ("chunking.sise=3", "--set: unknown key 'chunking.sise'; did you mean 'chunking.size'?")):
+        result = cli("index", "--root", root, "--method", "fast", "--set", setting)
+        assert result.exit_code == 2 and message in result.output, result.output
+        assert not (root / "output").exists()
+
+
+def test_every_command_that_needs_an_index_says_how_to_build_it_for_this_folder(tmp_path: Path, cli):
+    root = tmp_path / "no index yet"
+    root.mkdir()
+    (root / "settings.yaml").write_text("", encoding="utf-8")
+    hint = f"graphrag-lite index --root '{root}'"
+    for command in (["show"], ["aliases"], ["export", "graphml"], ["query", "basic", "Who?"],
+                    ["query", "local", "Who?"], ["query", "global", "Who?"]):
+        result = cli(*command, "--root", root)
+        assert result.exit_code == 2 and hint in result.output, (command, result.output)
+
+
+@pytest.fixture
+def no_network(monkeypatch):
+    """Any attempt to open a network connection fails the test."""
+    import socket
+
+    def refuse(*args, **kwargs):
+        raise AssertionError(f"a network connection was attempted: {args}")
+
+    monkeypatch.setattr(socket.socket, "connect", refuse)
+    monkeypatch.setattr(socket, "create_connection", refuse)
+    monkeypatch.delenv("OPENAI_API_KEY", raising=False)
+    monkeypatch.delenv("GRAPHRAG_API_KEY", raising=False)
+
+
+def test_a_fresh_project_with_no_key_is_told_its_choices_and_answers_with_no_model(tmp_path: Path, cli, no_network):
+    root = tmp_path / "fresh"
+    created = cli("init", root)
+    assert "with no key:   graphrag-lite index --root" in created.output and "--method fast" in created.output
+    assert "add --no-model" in created.output
+    for document in (REPO / "input").glob("*.txt"):  # the bundled sample, a diary full of names
+        (root / "input" / document.name).write_bytes(document.read_bytes())
+    standard = cli("index", "--root", root)  # init's key is a placeholder: refused before any stage runs
+    assert standard.exit_code == 2 and "the API key is the placeholder '<your-api-key>'" in standard.output
+    assert "--method fast" in standard.output and not (root / "output" / "input_documents.parquet").exists()
+    assert cli("index", "--root", root, "--method", "fast").exit_code == 0
+    asked = cli("query", "local", "Who went to Woolwich with Sir W. Pen?", "--root", root)
+    assert asked.exit_code == 2 and "placeholder" in asked.output and "--no-model" in asked.output
+    for method in ("local", "global", "basic"):
+        answered = cli("query", method, "Who went to Woolwich with Sir W. Pen?", "--root", root, "--no-model")
+        assert answered.exit_code == 0 and answered.output.startswith("Retrieved evidence"), answered.output
+
+
+def test_key_problems_are_found_before_any_call():
+    from pydantic import SecretStr
+
+    from graphrag_lite.config import ModelConfig
+    from graphrag_lite.llm.gateway import key_problem
+
+    assert key_problem(ModelConfig(model="openai/gpt-4o-mini", api_key=SecretStr("<your-api-key>"))) == \
+        "the API key is the placeholder '<your-api-key>'"
+    assert key_problem(ModelConfig(model="openai/gpt-4o-mini", api_key=SecretStr(" "))) == "the API key is empty"
+    assert key_problem(ModelConfig(model="openai/gpt-4o-mini", api_key=SecretStr("sk-live-123"))) is None
+    assert key_problem(ModelConfig(model="fake/default")) is None
+    # a local server needs no real key
+    assert key_problem(ModelConfig(model="openai/qwen", api_base="http://127.0.0.1:8090/v1",
+                                   api_key=SecretStr("none"))) is None
+    assert key_problem(ModelConfig(model="openai/qwen", api_base="http://127.0.0.1:8090/v1")) is None

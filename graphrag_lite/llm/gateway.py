@@ -17,6 +17,7 @@ import asyncio
 import contextvars
 import ipaddress
 import random
+import re
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
@@ -50,6 +51,35 @@ class LLMCallError(GraphragLiteError):
     def __init__(self, message: str, partial: Any = None) -> None:
         super().__init__(message)
         self.partial = partial
+
+
+NO_KEY_CHOICES = ("put the key in the project's .env (GRAPHRAG_API_KEY=...) or the environment; or work without a "
+                  "model: `graphrag-lite index --method fast` builds an index with none, and `graphrag-lite query "
+                  "... --no-model` answers with the ranked evidence")
+_PLACEHOLDER = re.compile(r"^\s*(<[^>]*>|your[-_ ]?(api[-_ ]?)?key|x+|changeme|none)?\s*$", re.IGNORECASE)
+
+
+def key_problem(model: ModelConfig) -> str | None:
+    """Why the model's calls would fail for want of a key, found before any call: a placeholder such as
+    `init`'s <your-api-key>, or no key at all where the provider needs one and no api_base names a server
+    that may not. None when the key looks usable (or the provider needs none)."""
+    if model.model.startswith("fake/"):  # the offline test provider takes any key
+        return None
+    if model.api_key is not None:
+        value = model.api_key.get_secret_value()
+        if _PLACEHOLDER.match(value) and not (model.api_base and value.strip()):
+            return f"the API key is the placeholder {value!r}" if value.strip() else "the API key is empty"
+        return None
+    if model.api_base:
+        return None
+    import litellm
+
+    try:
+        missing = litellm.validate_environment(model=model.model).get("missing_keys", [])
+    except Exception:  # a provider LiteLLM cannot check offline: let the first call say
+        return None
+    keys = [k for k in missing if k.endswith("_API_KEY")]
+    return f"no API key (LiteLLM looks for {', '.join(keys)})" if keys else None
 
 
 class LLMConfigurationError(GraphragLiteError):
@@ -440,6 +470,8 @@ class Gateway:
             except Exception as err:
                 raise LLMConfigurationError(_fatal_reason(err, model_id, model) or
                                             f"model '{model_id}' ({model.model}): {_describe(err, model)}") from None
+            if (problem := key_problem(model)) is not None:
+                raise LLMConfigurationError(f"model '{model_id}' ({model.model}): {problem}; {NO_KEY_CHOICES}")
             self._checked.add(model_id)
         return model
 

@@ -20,6 +20,7 @@ from pathlib import Path
 from typing import Any
 
 from graphrag_lite.config import GraphRagConfig, load_config
+from graphrag_lite.errors import MissingIndex, index_command
 from graphrag_lite.llm.gateway import Gateway, LLMCallError, gather_all
 from graphrag_lite.llm.structured import ParseError, json_parser, strip_reasoning
 from graphrag_lite.nlp.extractor import sentences
@@ -45,7 +46,7 @@ from graphrag_lite.query.index import IndexTables
 from graphrag_lite.query.local import LocalContext, build_local_context, name_matches
 from graphrag_lite.query.retrieval import by_keywords, by_vector, fuse, fuse_scores
 from graphrag_lite.tables import records
-from graphrag_lite.vector_store import IndexMismatchError, check_embedding_model, connect, read_manifest
+from graphrag_lite.vector_store import check_embedding_model, connect, read_manifest
 
 DEFAULT_RESPONSE_TYPE = "Multiple Paragraphs"
 OnPiece = Callable[[str], None]
@@ -365,8 +366,9 @@ class GraphRAG:
         """Read once per GraphRAG object, like the index tables."""
         manifest = read_manifest(self.config.output.base_dir)
         if manifest is None:
-            raise IndexMismatchError(f"the index in {self.config.output.base_dir} has no LanceDB tables; build them "
-                                     "with `graphrag-lite index` (stage embed_text)")
+            self.index.table("text_units")  # no index at all: say that first
+            raise MissingIndex(f"the index in {self.config.output.base_dir} has no LanceDB tables; build them with "
+                               f"`{index_command(self.config.root_dir)}` (stage embed_text)")
         return manifest
 
     @cached_property

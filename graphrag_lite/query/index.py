@@ -8,7 +8,7 @@ from typing import TYPE_CHECKING
 import pandas as pd
 
 from graphrag_lite.config import GraphRagConfig
-from graphrag_lite.errors import MissingIndex
+from graphrag_lite.errors import MissingIndex, index_command
 from graphrag_lite.storage import OutputStore
 
 if TYPE_CHECKING:
@@ -29,10 +29,11 @@ class IndexTables:
     def table(self, name: str) -> pd.DataFrame:
         if not self.store.has(name):
             if not self.store.base_dir.is_dir() or not any(self.store.base_dir.glob("*.parquet")):
-                raise MissingIndex(f"no index in {self.store.base_dir}; build it with `graphrag-lite index`")
+                raise MissingIndex(f"no index in {self.store.base_dir}; build it with "
+                                   f"`{index_command(self.config.root_dir)}`")
             raise MissingIndex(
                 f"the index in {self.store.base_dir} has no `{name}` table (written by the {BUILT_BY[name]} stage); "
-                f"build it with `graphrag-lite index` (it resumes where the index stopped)")
+                f"build it with `{index_command(self.config.root_dir)}` (it resumes where the index stopped)")
         return self.store.read(name)
 
     @cached_property

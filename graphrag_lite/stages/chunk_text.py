@@ -41,8 +41,6 @@ def run(ctx: StageContext) -> StageResult:
 
 def chunk_documents(documents: pd.DataFrame, cfg: ChunkingConfig) -> pd.DataFrame:
     """The text_units table: token windows of every document, with stable ids and token counts."""
-    if cfg.overlap >= cfg.size:
-        raise ConfigError(f"chunking.overlap ({cfg.overlap}) must be smaller than chunking.size ({cfg.size})")
     encoding = get_encoding(cfg.encoding_model)
     byte_lengths = token_byte_lengths(cfg.encoding_model)
     texts = documents["text"].tolist()

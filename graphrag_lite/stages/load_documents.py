@@ -21,7 +21,7 @@ from typing import Any
 import pandas as pd
 
 from graphrag_lite.config import GraphRagConfig, InputConfig
-from graphrag_lite.errors import ConfigError, InputError
+from graphrag_lite.errors import InputError
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 from graphrag_lite.tables import records
 
@@ -92,10 +92,7 @@ def list_input_files(cfg: InputConfig) -> tuple[list[Path], int]:
     """Files under base_dir whose relative path matches file_pattern, sorted; and how many did not match."""
     if not cfg.base_dir.is_dir():
         raise InputError(f"input folder {cfg.base_dir} does not exist; put documents there or set input.base_dir")
-    try:
-        pattern = re.compile(cfg.file_pattern)
-    except re.error as err:
-        raise ConfigError(f"input.file_pattern {cfg.file_pattern!r} is not a valid regular expression: {err}") from err
+    pattern = re.compile(cfg.file_pattern)  # checked when the settings load
     matched, unmatched = [], 0
     for path in sorted(p for p in cfg.base_dir.rglob("*") if p.is_file()):
         relative = path.relative_to(cfg.base_dir).as_posix()
@@ -148,11 +145,9 @@ def decode(data: bytes, encoding: str) -> str:
     codec = "utf-8-sig" if encoding.lower().replace("_", "-") in ("utf-8", "utf8") else encoding
     try:
         return data.decode(codec)
-    except UnicodeDecodeError as err:
+    except UnicodeDecodeError as err:  # (an unknown encoding is refused when the settings load)
         raise _UnusableFile(f"not valid {encoding} (byte {err.start}: {err.reason}); "
                             "set input.encoding to the file's encoding") from None
-    except LookupError:
-        raise ConfigError(f"input.encoding {encoding!r} is not a known text encoding") from None
 
 
 def parse_rows(text: str, suffix: str, source: str) -> tuple[list[dict[str, Any]], list[InputProblem]]:
