@@ -66,11 +66,16 @@ def _guarded(verbose: bool, action: Callable[[], T]) -> T:
 @app.command()
 def init(
     root: Annotated[Path, typer.Argument(help="folder for the new project (created if missing)")] = Path("."),
-    force: Annotated[bool, typer.Option("--force", help="overwrite existing settings, .env and prompts")] = False,
+    root_option: Annotated[Path | None, typer.Option("--root", "-r", help="the same folder, as GraphRAG's init "
+                                                     "takes it")] = None,
+    force: Annotated[bool, typer.Option("--force", "-f", help="overwrite existing settings, .env and prompts")
+                     ] = False,
     verbose: VerboseOption = False,
 ) -> None:
     """Create a project: settings.yaml, .env (with a placeholder API key), input/ and the prompt files."""
     from graphrag_lite.project import init_project
+
+    root = root_option or root
 
     written = _guarded(verbose, lambda: init_project(root, force=force))
     for path in written:
@@ -312,7 +317,10 @@ def print_estimates(estimates: dict[str, Any]) -> None:
 ResponseTypeOption = Annotated[str, typer.Option("--response-type", help="length and format of the answer, e.g. "
                                                  "'Single Paragraph', 'List of 3-7 Points'")]
 LevelOption = Annotated[int, typer.Option("--community-level", help="community level of the reports used")]
-StreamingOption = Annotated[bool, typer.Option("--streaming", help="print the answer as it is generated")]
+StreamingOption = Annotated[bool, typer.Option("--streaming/--no-streaming", help="print the answer as it is "
+                                                                                  "generated")]
+DataOption = Annotated[Path | None, typer.Option("--data", "-d", help="the index's output folder (GraphRAG's "
+                                                 "--data); default: output.base_dir of the settings")]
 JsonOption = Annotated[bool, typer.Option("--json", help="print answer, context tables, resolved citations, "
                                           "usage and (global search) coverage as JSON")]
 ExplainOption = Annotated[bool, typer.Option("--explain", help="also print the context sent, the token and "
@@ -323,17 +331,19 @@ NoCacheOption = Annotated[bool, typer.Option("--no-cache", help="send every mode
 
 def _query(method: str, question: str, root: Path, config: Path | None, set_: list[str] | None, response_type: str,
            community_level: int | None, streaming: bool, as_json: bool, explain: bool, no_cache: bool,
-           verbose: bool, no_model: bool = False) -> None:
+           verbose: bool, no_model: bool = False, data: Path | None = None) -> None:
     import json
 
-    from graphrag_lite.pipeline import describe_llm_totals
+    from graphrag_lite.pipeline import describe_llm_totals, print_compat_notes
     from graphrag_lite.query.engine import GraphRAG, SearchResult
     from graphrag_lite.query.hops import describe_round
 
-    overrides = [*(set_ or []), *([f"{key}=null" for key in NO_MODEL[method]] if no_model else [])]
+    overrides = [*(set_ or []), *([f"{key}=null" for key in NO_MODEL[method]] if no_model else []),
+                 *([f"output.base_dir={data}", f"vector_store.db_uri={data / 'lancedb'}"] if data else [])]
 
     def run() -> None:
         rag = GraphRAG.from_config(root, config, overrides, use_cache=not no_cache)
+        print_compat_notes(rag.config, errors)
         options: dict[str, Any] = {"response_type": response_type}
         if community_level is not None:
             options["community_level"] = community_level
@@ -378,13 +388,14 @@ def query_local(
                                              "names what the context still lacks and the next round follows "
                                              "it (default: local_search.hops)")] = None,
     streaming: StreamingOption = False, as_json: JsonOption = False, explain: ExplainOption = False,
-    no_cache: NoCacheOption = False, no_model: NoModelOption = False, verbose: VerboseOption = False,
+    no_cache: NoCacheOption = False, no_model: NoModelOption = False, data: DataOption = None,
+    verbose: VerboseOption = False,
 ) -> None:
     """Answer from the neighbourhood of the entities the question is about (entities, relationships, claims,
     their communities' reports and the source text)."""
     overrides = [*(set_ or []), *([f"local_search.hops={hops}"] if hops else [])]
     _query("local", question, root, config, overrides, response_type, community_level, streaming, as_json, explain,
-           no_cache, verbose, no_model)
+           no_cache, verbose, no_model, data)
 
 
 @query_app.command("global")
@@ -393,11 +404,12 @@ def query_global(
     root: RootOption = Path("."), config: ConfigOption = None, set_: SetOption = None,
     response_type: ResponseTypeOption = "Multiple Paragraphs", community_level: LevelOption = 2,
     streaming: StreamingOption = False, as_json: JsonOption = False, explain: ExplainOption = False,
-    no_cache: NoCacheOption = False, no_model: NoModelOption = False, verbose: VerboseOption = False,
+    no_cache: NoCacheOption = False, no_model: NoModelOption = False, data: DataOption = None,
+    verbose: VerboseOption = False,
 ) -> None:
     """Answer questions about the whole corpus: map-reduce over the community reports of one level."""
     _query("global", question, root, config, set_, response_type, community_level, streaming, as_json, explain,
-           no_cache, verbose, no_model)
+           no_cache, verbose, no_model, data)
 
 
 @query_app.command("basic")
@@ -406,12 +418,13 @@ def query_basic(
     root: RootOption = Path("."), config: ConfigOption = None, set_: SetOption = None,
     response_type: ResponseTypeOption = "Multiple Paragraphs",
     streaming: StreamingOption = False, as_json: JsonOption = False, explain: ExplainOption = False,
-    no_cache: NoCacheOption = False, no_model: NoModelOption = False, verbose: VerboseOption = False,
+    no_cache: NoCacheOption = False, no_model: NoModelOption = False, data: DataOption = None,
+    verbose: VerboseOption = False,
 ) -> None:
     """Answer from the text units most similar to the question (vector and keyword search): plain RAG, the
     baseline to compare graph search against."""
     _query("basic", question, root, config, set_, response_type, None, streaming, as_json, explain, no_cache,
-           verbose, no_model)
+           verbose, no_model, data)
 
 
 def print_table(table: Any, title: str) -> None:
@@ -593,7 +606,44 @@ def without_nan(value: Any) -> Any:
 
 
 def main() -> None:
-    app(prog_name="graphrag-lite")
+    import sys
+
+    try:
+        args = graphrag_style(sys.argv[1:])
+    except GraphragLiteError as err:
+        errors.print(f"[red]error:[/red] {err}", highlight=False)
+        raise SystemExit(err.exit_code) from None
+    app(args=args, prog_name="graphrag-lite")
+
+
+SEARCH_METHODS = ("local", "global", "basic")
+
+
+def graphrag_style(args: list[str]) -> list[str]:
+    """Microsoft GraphRAG's command lines as graphrag-lite's: `query "Q" --method local` is `query local "Q"`,
+    `--dynamic-community-selection` the setting of that name, `index --method standard-update` the standard
+    method (an index re-runs only what changed); `update` is `index`. Other arguments pass unchanged."""
+    if args[:1] == ["update"]:
+        args = ["index", *args[1:]]
+    if args[:1] == ["index"]:
+        return [a.removesuffix("-update") if a in ("standard-update", "fast-update") else a for a in args]
+    if args[:1] != ["query"] or (args[1:2] and args[1] in SEARCH_METHODS):
+        return args
+    if not {"--method", "-m"} & set(args) and (len(args) < 2 or args[1].startswith("-")):
+        return args  # `query`, `query --help`: graphrag-lite's own
+    rest, method = list(args[1:]), "global"  # GraphRAG's default method
+    for flag in ("--method", "-m"):
+        while flag in rest:
+            at = rest.index(flag)
+            method = rest[at + 1] if at + 1 < len(rest) else ""
+            del rest[at:at + 2]
+    if method not in SEARCH_METHODS:
+        raise ConfigError(f"query --method {method}: not a search method here (local, global, basic); for DRIFT's "
+                          "follow-up questions, try `graphrag-lite query local --hops 2`")
+    if "--dynamic-community-selection" in rest:
+        rest.remove("--dynamic-community-selection")
+        rest += ["--set", "global_search.dynamic_community_selection=true"]
+    return ["query", method, *[a for a in rest if a != "--no-dynamic-selection"]]
 
 
 if __name__ == "__main__":

@@ -22,6 +22,8 @@ import yaml
 from dotenv import dotenv_values
 from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
 
+from graphrag_lite.compat import is_graphrag_settings
+from graphrag_lite.compat import translate as translate_graphrag_settings
 from graphrag_lite.errors import ConfigError
 from graphrag_lite.graph.resolution import normalize_name
 
@@ -336,6 +338,8 @@ class GraphRagConfig(Section):
     output: OutputConfig = Field(default_factory=OutputConfig)
 
     root_dir: Path = Field(Path("."), exclude=True, description="folder of the config file (set by the loader)")
+    compat_notes: list[str] = Field(default_factory=list, exclude=True, description="keys of a Microsoft GraphRAG "
+                                    "settings file accepted but ignored, with why (set by the loader)")
 
     def section_fingerprint(self, names: typing.Iterable[str]) -> dict[str, Any]:
         """What a stage's result depends on in some sections, as plain data: their values, the contents of
@@ -452,12 +456,17 @@ def load_config(root: Path = Path("."), config: Path | None = None, overrides: O
     """Read, substitute, override, validate and resolve a settings file. A pipeline's recommended settings
     apply over the file, and --set overrides over both."""
     path, data = read_settings(root, config)
+    notes: list[str] = []
+    if is_graphrag_settings(data):  # a Microsoft GraphRAG file: its keys mapped, the ignored ones noted
+        data, notes = translate_graphrag_settings(data)
     for section, values in (pipeline_settings or {}).items():
         if isinstance(values, dict) and isinstance(data.get(section), dict):
             data[section] = {**data[section], **values}
         else:
             data[section] = values
-    return config_from_data(data, path, overrides, overrides_from)
+    cfg = config_from_data(data, path, overrides, overrides_from)
+    cfg.compat_notes = notes
+    return cfg
 
 
 def read_settings(root: Path = Path("."), config: Path | None = None) -> tuple[Path, dict[str, Any]]:

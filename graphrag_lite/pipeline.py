@@ -260,6 +260,15 @@ def scratch_copy(config: GraphRagConfig) -> Iterator[GraphRagConfig]:
             if table.is_file():
                 link_or_copy(table, trial.output.base_dir / table.name)
         yield trial
+def print_compat_notes(config: GraphRagConfig, console: Console) -> None:
+    """Once per command: a Microsoft GraphRAG settings file's keys that are accepted but ignored, and why."""
+    if config.compat_notes:
+        console.print(f"[yellow]note:[/yellow] a Microsoft GraphRAG settings file, read as graphrag-lite settings; "
+                      f"{len(config.compat_notes)} of its keys are ignored here:", highlight=False)
+        for note in config.compat_notes:
+            console.print(f"  {note}", highlight=False, markup=False)
+
+
 def check_model_keys(config: GraphRagConfig, stages: list[Stage]) -> None:
     """Before any stage runs: every model the stages to run will call has a usable key (not init's
     placeholder, not missing where the provider needs one), else a ConfigError that says what to do."""
@@ -333,6 +342,7 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
                  from_stage: str | None = None, use_cache: bool = True, brief: bool = False) -> RunSummary:
     """Run the stages that are not reusable, holding the output folder's lock. A read-only output folder
     is fine when nothing has to run. `brief`: one line, not one per stage, when nothing has to run."""
+    print_compat_notes(config, console)
     store = OutputStore(config.output.base_dir)
     state_path = store.base_dir / STATE_FILE
     state: dict[str, Any] = read_json(state_path) if state_path.is_file() else {}

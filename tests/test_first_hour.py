@@ -116,3 +116,107 @@ def test_key_problems_are_found_before_any_call():
     assert key_problem(ModelConfig(model="openai/qwen", api_base="http://127.0.0.1:8090/v1",
                                    api_key=SecretStr("none"))) is None
     assert key_problem(ModelConfig(model="openai/qwen", api_base="http://127.0.0.1:8090/v1")) is None
+
+
+GRAPHRAG_FILES = DATA / "graphrag-settings"
+
+
+def graphrag_project(tmp_path: Path, version: str, fake: bool = False) -> Path:
+    """A project folder as GraphRAG's `init` leaves it: its settings.yaml, .env, input/ and prompts/ (ours,
+    under GraphRAG's file names); `fake`: its models pointed at the offline provider."""
+    root = tmp_path / version
+    (root / "input").mkdir(parents=True)
+    settings = (GRAPHRAG_FILES / f"{version}.yaml").read_text(encoding="utf-8")
+    if fake:
+        settings = settings.replace("model_provider: openai", "model_provider: fake").replace(
+            "model: gpt-4.1", "model: default").replace("model: gpt-4-turbo-preview", "model: default").replace(
+            "model: text-embedding-3-large", "model: embedding").replace("model: text-embedding-3-small",
+                                                                         "model: embedding")
+    (root / "settings.yaml").write_text(settings, encoding="utf-8")
+    (root / ".env").write_text("GRAPHRAG_API_KEY=sk-from-graphrag\n", encoding="utf-8")
+    (root / "prompts").mkdir()
+    for ours, theirs in {**{f: f for f in set(prompt_settings().values())},
+                         "community_report.txt": "community_report_graph.txt"}.items():
+        (root / "prompts" / theirs).write_bytes((REPO / "prompts" / ours).read_bytes())
+    return root
+
+
+@pytest.mark.parametrize("version", ["v3", "v2"])
+def test_graphrag_settings_files_load_with_every_key_mapped_or_noted_once(tmp_path: Path, version: str, monkeypatch):
+    from graphrag_lite.config import load_config
+
+    monkeypatch.delenv("GRAPHRAG_API_KEY", raising=False)  # the environment wins over .env, as in GraphRAG
+    root = graphrag_project(tmp_path, version)
+    config = load_config(root)
+    chat, embedding = ("default_completion_model", "openai/gpt-4.1") if version == "v3" else \
+        ("default_chat_model", "openai/gpt-4-turbo-preview")
+    assert config.models[chat].model == embedding and config.models[chat].api_key.get_secret_value() == \
+        "sk-from-graphrag"
+    for section in (config.extract_graph, config.summarize_descriptions, config.community_reports):
+        assert section.model_id == chat
+    assert (config.local_search.chat_model_id, config.global_search.chat_model_id) == (chat, chat)
+    assert config.embed_text.model_id == config.local_search.embedding_model_id == "default_embedding_model"
+    assert (config.input.base_dir, config.output.base_dir, config.cache.base_dir) == (
+        root / "input", root / "output", root / "cache")
+    assert config.community_reports.prompt == root / "prompts" / "community_report_graph.txt"
+    notes = config.compat_notes
+    assert len(notes) == len(set(notes)) and {n.split(":")[0] for n in notes} >= {
+        "reporting", "snapshots", "drift_search", "global_search.knowledge_prompt", "community_reports.text_prompt"}
+
+
+def test_a_key_graphrag_does_not_have_either_is_still_an_error_and_blob_storage_is_refused(tmp_path: Path):
+    from graphrag_lite.config import load_config
+    from graphrag_lite.errors import ConfigError
+
+    root = graphrag_project(tmp_path, "v3")
+    settings = root / "settings.yaml"
+    text = settings.read_text(encoding="utf-8")
+    settings.write_text(text.replace("max_cluster_size: 10", "max_cluster_sise: 10"), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"unknown key 'cluster_graph\.max_cluster_sise'; did you mean "
+                                          r"'cluster_graph\.max_cluster_size'"):
+        load_config(root)
+    settings.write_text(text.replace("type: file # [file, blob, cosmosdb]\n  base_dir: \"output\"",
+                                     "type: blob\n  base_dir: \"output\""), encoding="utf-8")
+    with pytest.raises(ConfigError, match=r"output_storage\.type: blob storage is not supported"):
+        load_config(root)
+
+
+def test_a_graphrag_project_indexes_and_answers_as_it_is(tmp_path: Path, cli):
+    root = graphrag_project(tmp_path, "v3", fake=True)
+    (root / "input" / "dulce.txt").write_bytes((DATA / "operation-dulce" / "dulce.txt").read_bytes())
+    built = cli("index", "--root", root)
+    assert built.exit_code == 0, built.output
+    assert "a Microsoft GraphRAG settings file, read as graphrag-lite settings" in built.output
+    asked = cli("query", "local", "Who is Agent Alex Mercer?", "--root", root)
+    assert asked.exit_code == 0 and "MERCER" in asked.output.upper()
+
+
+def test_graphrag_command_lines_are_read_as_graphrag_lite_ones():
+    from graphrag_lite.cli import graphrag_style
+    from graphrag_lite.errors import ConfigError
+
+    assert graphrag_style(["query", "Who?", "--root", "p", "--method", "local"]) == ["query", "local", "Who?",
+                                                                                      "--root", "p"]
+    assert graphrag_style(["query", "-m", "basic", "Who?"]) == ["query", "basic", "Who?"]
+    assert graphrag_style(["query", "What themes?", "--dynamic-community-selection"]) == [
+        "query", "global", "What themes?", "--set", "global_search.dynamic_community_selection=true"]
+    assert graphrag_style(["update", "--root", "p", "--method", "fast-update"]) == ["index", "--root", "p",
+                                                                                   "--method", "fast"]
+    assert graphrag_style(["query", "local", "Who?"]) == ["query", "local", "Who?"]  # graphrag-lite's own
+    assert graphrag_style(["query", "--help"]) == ["query", "--help"]
+    with pytest.raises(ConfigError, match="query --method drift: not a search method here"):
+        graphrag_style(["query", "Who?", "--method", "drift"])
+
+
+def test_graphrag_commands_work_from_init_to_query_with_data_elsewhere(tmp_path: Path, cli, no_network):
+    from graphrag_lite.cli import graphrag_style
+
+    root = tmp_path / "project"
+    assert cli("init", "--root", root).exit_code == 0 and (root / "settings.yaml").is_file()
+    for document in (REPO / "input").glob("*.txt"):
+        (root / "input" / document.name).write_bytes(document.read_bytes())
+    assert cli(*graphrag_style(["update", "--root", str(root), "--method", "fast-update"])).exit_code == 0
+    (root / "output").rename(tmp_path / "moved")  # the index, its LanceDB folder inside it
+    asked = cli(*graphrag_style(["query", "Who went to Woolwich with Sir W. Pen?", "--root", str(root),
+                                 "--method", "local", "--data", str(tmp_path / "moved"), "--no-model"]))
+    assert asked.exit_code == 0 and asked.output.startswith("Retrieved evidence"), asked.output
