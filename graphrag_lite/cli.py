@@ -252,6 +252,42 @@ def print_ambiguous(table: Any) -> None:
         console.print(f"  {row.title}: {' | '.join(row.could_be)}{why}", highlight=False)
 
 
+@app.command("prompt-tune")
+def prompt_tune(
+    root: RootOption = Path("."),
+    config: ConfigOption = None,
+    set_: SetOption = None,
+    domain: Annotated[str | None, typer.Option("--domain", help="the corpus's domain, e.g. 'maritime law'; "
+                                               "default: the model says, from the sample")] = None,
+    limit: Annotated[int, typer.Option("--limit", min=1, help="text units sampled")] = 15,
+    examples: Annotated[int, typer.Option("--examples", min=0, max=5, help="worked examples in the "
+                                          "extraction prompts")] = 2,
+    seed: Annotated[int, typer.Option("--seed", help="of the sample, for a reproducible tuning")] = 0,
+    output: Annotated[Path | None, typer.Option("--output", help="folder of the tuned prompts; default: the "
+                                                "project's prompts/")] = None,
+    verbose: VerboseOption = False,
+) -> None:
+    """Fit the prompts to your corpus (as GraphRAG's auto-tuning): from a sample of its text, the chat model
+    names the domain, the entity types and worked examples; the tuned extraction, summary and report
+    prompts are written and wired in settings.yaml."""
+    from graphrag_lite.config import find_config_file, load_config
+    from graphrag_lite.prompt_tune import tune_project
+
+    def run() -> None:
+        cfg = load_config(root, config, set_ or [])
+        settings = find_config_file(root, config)
+        tuning, written = tune_project(cfg, settings, output or cfg.root_dir / "prompts", domain, limit, examples,
+                                       seed)
+        console.print(f"domain: {tuning.domain}\nentity types: {', '.join(tuning.entity_types)}\n"
+                      f"worked examples: {len(tuning.examples)}", highlight=False, markup=False)
+        for path in written:
+            console.print(f"wrote {path}", highlight=False, markup=False)
+        console.print(f"{settings} now names them and the entity types; next: "
+                      f"{index_command(cfg.root_dir)}", highlight=False, markup=False)
+
+    _guarded(verbose, run)
+
+
 @export_app.command("graphml")
 def export_graphml(
     root: RootOption = Path("."),

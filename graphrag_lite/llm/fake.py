@@ -23,6 +23,7 @@ import math
 import random
 import re
 import time
+from collections import Counter
 from collections.abc import AsyncIterator, Callable, Iterator
 from dataclasses import dataclass, field
 from pathlib import Path
@@ -671,6 +672,25 @@ def judgment(first: str, last: str, prior: list[str]) -> str:
     return json.dumps(verdict)
 
 
+def _is_domain_question(first: str, last: str) -> bool:
+    return "what domain or subject are these documents about" in first
+
+
+def domain_answer(first: str, last: str, prior: list[str]) -> str:
+    """The two most frequent content words of the passages, as a phrase."""
+    counts = Counter(w for w in re.findall(r"[a-z]{4,}", first.split("-Task-")[0].lower()) if w not in STOPWORDS)
+    top = [w for w, _ in counts.most_common(2)] or ["general"]
+    return f"texts about {' and '.join(top)}"
+
+
+def _is_types_question(first: str, last: str) -> bool:
+    return "Which kinds of named things should it hold?" in first
+
+
+def types_answer(first: str, last: str, prior: list[str]) -> str:
+    return json.dumps(["person", "organization", "geo", "event"])
+
+
 def _is_alias_question(first: str, last: str) -> bool:
     return "-Candidates-" in first and "Which candidate does" in first
 
@@ -689,6 +709,8 @@ def alias_choice(first: str, last: str, prior: list[str]) -> str:
 ROUTES: list[tuple[Callable[[str, str], bool], Callable[[str, str, list[str]], str]]] = [
     (_is_judgment, judgment),
     (_is_alias_question, alias_choice),
+    (_is_domain_question, domain_answer),
+    (_is_types_question, types_answer),
     (_is_loop_check, loop_check),
     (_is_continue, continue_extraction),
     (_is_claims, claim_extraction),
