@@ -297,7 +297,8 @@ def export_graphml(
                    ] = None,
     verbose: VerboseOption = False,
 ) -> None:
-    """Write the entity graph as GraphML (nodes: entities; edges: relationships with their weights)."""
+    """Write the entity graph as GraphML: node ids are entity titles, with type, description, degree and the
+    community at each level; edges carry weight and description (networkx and igraph read it)."""
     from graphrag_lite.config import load_config
     from graphrag_lite.export import export_graphml as write_graphml
     from graphrag_lite.storage import OutputStore
@@ -307,6 +308,33 @@ def export_graphml(
         target = out or cfg.output.base_dir / "graph.graphml"
         nodes, edges = write_graphml(OutputStore(cfg.output.base_dir), target, cfg.root_dir)
         console.print(f"wrote {target} ({nodes:,} nodes, {edges:,} edges)", highlight=False)
+
+    _guarded(verbose, run)
+
+
+@export_app.command("neo4j")
+def export_neo4j(
+    root: RootOption = Path("."),
+    config: ConfigOption = None,
+    set_: SetOption = None,
+    out: Annotated[Path | None, typer.Option("--out", "-o", help="folder to write; default: OUTPUT/neo4j")] = None,
+    verbose: VerboseOption = False,
+) -> None:
+    """Write nodes.csv and relationships.csv in the form `neo4j-admin database import full` reads, and
+    import.cypher, a LOAD CSV script that builds the same graph."""
+    from graphrag_lite.config import load_config
+    from graphrag_lite.export import export_neo4j as write_neo4j
+    from graphrag_lite.storage import OutputStore
+
+    def run() -> None:
+        cfg = load_config(root, config, set_ or [])
+        folder = out or cfg.output.base_dir / "neo4j"
+        done = write_neo4j(OutputStore(cfg.output.base_dir), folder, cfg.root_dir)
+        console.print(f"wrote {folder}: {', '.join(Path(f).name for f in done['files'])} ({done['nodes']:,} nodes, "
+                      f"{done['relationships']:,} relationships); import with `neo4j-admin database import full "
+                      f"--nodes={folder / 'nodes.csv'} --relationships={folder / 'relationships.csv'} "
+                      "--multiline-fields=true`, or run import.cypher with the files in Neo4j's import folder",
+                      highlight=False, markup=False)
 
     _guarded(verbose, run)
 

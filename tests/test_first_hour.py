@@ -63,7 +63,7 @@ def test_every_command_that_needs_an_index_says_how_to_build_it_for_this_folder(
     root.mkdir()
     (root / "settings.yaml").write_text("", encoding="utf-8")
     hint = f"graphrag-lite index --root '{root}'"
-    for command in (["show"], ["aliases"], ["export", "graphml"], ["query", "basic", "Who?"],
+    for command in (["show"], ["aliases"], ["export", "graphml"], ["export", "neo4j"], ["query", "basic", "Who?"],
                     ["query", "local", "Who?"], ["query", "global", "Who?"]):
         result = cli(*command, "--root", root)
         assert result.exit_code == 2 and hint in result.output, (command, result.output)
