@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import shlex
+import time
 import traceback
 from collections.abc import Callable, Coroutine
 from pathlib import Path
@@ -102,27 +103,28 @@ def index(
                                            "write the answer cache")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="estimate model calls, tokens and cost per stage "
                                           "without calling a model (model-free stages run)")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="print errors only (the log file has the rest)")
+                     ] = False,
     verbose: VerboseOption = False,
 ) -> None:
     """Build (or resume) the index: runs the pipeline's stages, skipping those whose inputs are unchanged."""
-    from graphrag_lite.pipeline import configure, describe_llm_totals, run_pipeline
+    from graphrag_lite.pipeline import configure, run_pipeline
     from graphrag_lite.pipeline import dry_run as estimate_pipeline
+
+    out = Console(quiet=True) if quiet else console
 
     def run() -> int:
         cfg, pipeline = configure(root, config, set_ or [], method)
-        console.print(f"Indexing with pipeline [bold]{pipeline.name}[/bold] "
-                      f"({' → '.join(s.name for s in pipeline.stages)})", highlight=False)
+        out.print(f"Indexing with pipeline [bold]{pipeline.name}[/bold] "
+                  f"({' → '.join(s.name for s in pipeline.stages)})", highlight=False)
         if dry_run:
-            print_estimates(estimate_pipeline(cfg, pipeline, console))
+            print_estimates(estimate_pipeline(cfg, pipeline, out))
             return 0
-        summary = run_pipeline(cfg, pipeline, console, force=force, from_stage=from_stage, use_cache=not no_cache)
-        tables = {t: n for s in summary.stages.values() for t, n in s.get("rows_out", {}).items()}
-        console.print(f"Done: {', '.join(f'{t} ({n:,} rows)' for t, n in tables.items())} in {summary.output_dir}",
-                      highlight=False)
-        if summary.llm:
-            console.print(f"Total {describe_llm_totals(summary.llm)}", highlight=False)
+        started = time.perf_counter()
+        summary = run_pipeline(cfg, pipeline, out, force=force, from_stage=from_stage, use_cache=not no_cache)
+        print_run_end(out, summary, cfg.root_dir, time.perf_counter() - started)
         if summary.problems:
-            console.print(f"[yellow]{summary.problems} problems[/yellow], listed in {summary.output_dir}/stats.json")
+            out.print(f"[yellow]{summary.problems} problems[/yellow], listed in {summary.output_dir}/stats.json")
         if summary.incomplete:
             errors.print(f"[red]error:[/red] finished with failures in {describe_failures(summary)}. The tables are "
                          "written and finished work is kept: run the same command to retry only what failed "
@@ -337,6 +339,26 @@ def export_neo4j(
                       highlight=False, markup=False)
 
     _guarded(verbose, run)
+
+
+GRAPHRAG_TABLES = ("documents", "text_units", "entities", "relationships", "communities", "community_reports",
+                   "covariates")
+
+
+def print_run_end(out: Console, summary: Any, root: Path, seconds: float) -> None:
+    """The end of an index run: the time, the cost, GraphRAG's tables (not every intermediate one: those are
+    kept for resuming) and the command to try next."""
+    from graphrag_lite.pipeline import describe_llm_totals
+
+    rows = {t: n for s in summary.stages.values() for t, n in s.get("rows_out", {}).items()}
+    tables = ", ".join(f"{t} {rows[t]:,}" for t in GRAPHRAG_TABLES if t in rows)
+    out.print(f"Done in {seconds:.1f}s: {tables or 'no table changed'} (GraphRAG's tables, in "
+                  f"{summary.output_dir}; the log is in {summary.output_dir}/logs/index.log)", highlight=False)
+    if summary.llm:
+        out.print(f"Total {describe_llm_totals(summary.llm)}", highlight=False)
+    if not summary.incomplete:
+        out.print(f"Next: graphrag-lite query local \"<your question>\" --root {shlex.quote(str(root))}",
+                      highlight=False, markup=False)
 
 
 def describe_failures(summary: Any) -> str:

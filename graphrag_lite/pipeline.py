@@ -13,6 +13,7 @@ import contextlib
 import difflib
 import hashlib
 import json
+import logging
 import os
 import resource
 import tempfile
@@ -27,7 +28,17 @@ from typing import TYPE_CHECKING, Any, TypeVar
 import pandas as pd
 import yaml
 from rich.console import Console
-from rich.progress import BarColumn, MofNCompleteColumn, Progress, TextColumn, TimeElapsedColumn
+from rich.progress import (
+    BarColumn,
+    MofNCompleteColumn,
+    Progress,
+    ProgressColumn,
+    Task,
+    TextColumn,
+    TimeElapsedColumn,
+    TimeRemainingColumn,
+)
+from rich.text import Text
 
 from graphrag_lite import __version__
 from graphrag_lite.config import GraphRagConfig, Overrides, OverrideSources
@@ -73,22 +84,30 @@ class StageContext:
         return self.store.read(table)
 
     @contextlib.contextmanager
-    def bar(self, total: int, what: str) -> Iterator[Callable[[], None]]:
+    def bar(self, total: int | None, what: str) -> Iterator[Callable[[], None]]:
         """A progress bar for work that finishes out of order (concurrent model calls): call the yielded
-        function once per finished item."""
-        task = self.progress.add_task(f"{self.stage_name}: {what}", total=total)
+        function once per finished item. A model stage's bar also shows its calls, tokens and cost so far."""
+        label = f"{self.stage_name}: {what}"
+        task = self.progress.add_task(label, total=total, spend="")
+        refreshed = [0.0]
+
+        def advance() -> None:
+            self.progress.advance(task)
+            if time.monotonic() - refreshed[0] > 0.5:  # the ledger is summed at most twice a second
+                refreshed[0] = time.monotonic()
+                self.progress.update(task, spend=_spend(self.models.totals(self.stage_name)))
+
         try:
-            yield lambda: self.progress.advance(task)
+            yield advance
         finally:
             self.progress.remove_task(task)
 
     def track(self, items: Iterable[T], total: int | None, what: str) -> Iterator[T]:
         """Iterate with a progress bar for this stage."""
-        task = self.progress.add_task(f"{self.stage_name}: {what}", total=total)
-        for item in items:
-            yield item
-            self.progress.advance(task)
-        self.progress.remove_task(task)
+        with self.bar(total, what) as advance:
+            for item in items:
+                yield item
+                advance()
 
 
 @dataclass(frozen=True)
@@ -402,7 +421,7 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
     models = ModelAccess(config, use_cache)
     progress = progress_display(console)
     try:
-        with progress:
+        with progress, run_log(store.base_dir, pipeline):
             for position, stage in enumerate(pipeline.stages):
                 fingerprint = stage_fingerprint(stage, config, digests) if position >= reusable else ""
                 previous = state.get(stage.name, {})
@@ -411,11 +430,14 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
                     digests.update(previous["outputs"])
                     stats["stages"][stage.name] = {**previous["stats"], "status": "unchanged, reused"}
                     console.print(f"[dim]= {stage.name}: unchanged since {previous['finished']}, skipped[/dim]")
+                    LOG.info("%s: unchanged since %s, skipped", stage.name, previous["finished"])
                     continue
+                LOG.info("%s: started", stage.name)
                 result, stage_stats = _run_and_record(stage, config, store, state, fingerprint, progress, models)
                 digests.update(state[stage.name]["outputs"])
                 stats["stages"][stage.name] = stage_stats
                 _print_stage(console, stage.name, stage_stats)
+                _log_stage(stage.name, stage_stats)
                 _write_stats(store, stats, run_started)
                 _stop_if_mostly_failed(stage.name, result, config)
     except KeyboardInterrupt:
@@ -448,10 +470,67 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
                       llm=stats["llm"], incomplete=incomplete)
 
 
+LOG = logging.getLogger("graphrag_lite")
+LOG_FILE = Path("logs") / "index.log"
+
+
+@contextlib.contextmanager
+def run_log(output: Path, pipeline: Pipeline) -> Iterator[None]:
+    """OUTPUT/logs/index.log, appended to for the run: every stage, problem and model retry, timestamped."""
+    path = output / LOG_FILE
+    path.parent.mkdir(parents=True, exist_ok=True)
+    handler = logging.FileHandler(path, encoding="utf-8")
+    handler.setFormatter(logging.Formatter("%(asctime)s %(levelname)s %(name)s: %(message)s"))
+    LOG.addHandler(handler)
+    level = LOG.level
+    LOG.setLevel(logging.INFO)
+    LOG.info("run of pipeline %s (%s), graphrag-lite %s", pipeline.name, " -> ".join(s.name for s in pipeline.stages),
+             __version__)
+    try:
+        yield
+    except BaseException as err:
+        LOG.error("run stopped: %s: %s", type(err).__name__, err)
+        raise
+    finally:
+        LOG.info("run ended")
+        LOG.removeHandler(handler)
+        LOG.setLevel(level)
+        handler.close()
+
+
+def _log_stage(name: str, stage_stats: dict[str, Any]) -> None:
+    LOG.info("%s: %s in %.2fs: %s", name, stage_stats["status"], stage_stats["wall_s"], stage_stats["summary"])
+    if "llm" in stage_stats:
+        LOG.info("%s: %s", name, describe_llm_totals(stage_stats["llm"]).replace("[red]", "").replace("[/red]", ""))
+    for problem in stage_stats["problems"]:
+        LOG.warning("%s: %s", name, problem)
+
+
 def progress_display(console: Console) -> Progress:
-    """The bars of a run: on a terminal only, gone when done."""
-    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(), TimeElapsedColumn(),
+    """The bars of a run: on a terminal only (a pipe or CI gets the plain stage lines), gone when done. Each
+    shows done/total, the rate, the time so far and left, and for a model stage its calls, tokens and cost."""
+    return Progress(TextColumn("{task.description}"), BarColumn(), MofNCompleteColumn(),
+                    _RateColumn(), TimeElapsedColumn(),
+                    TextColumn("eta"), TimeRemainingColumn(), _SpendColumn(),
                     console=console, transient=True, disable=not console.is_terminal)
+
+
+class _RateColumn(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        speed = task.finished_speed or task.speed
+        return Text(f"{speed:.1f}/s" if speed else "", style="progress.data.speed")
+
+
+class _SpendColumn(ProgressColumn):
+    def render(self, task: Task) -> Text:
+        return Text(str(task.fields.get("spend", "")))
+
+
+def _spend(totals: dict[str, Any] | None) -> str:
+    if not totals:
+        return ""
+    tokens = totals["prompt_tokens"] + totals["completion_tokens"]
+    return f"{totals['calls']:,} calls, {tokens:,} tokens, ${totals['cost_usd']:.4f}"
 
 
 def _run_and_record(stage: Stage, config: GraphRagConfig, store: OutputStore, state: dict[str, Any],

@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import re
 from pathlib import Path
 
 import pytest
@@ -220,3 +221,57 @@ def test_graphrag_commands_work_from_init_to_query_with_data_elsewhere(tmp_path:
     asked = cli(*graphrag_style(["query", "Who went to Woolwich with Sir W. Pen?", "--root", str(root),
                                  "--method", "local", "--data", str(tmp_path / "moved"), "--no-model"]))
     assert asked.exit_code == 0 and asked.output.startswith("Retrieved evidence"), asked.output
+
+
+def test_an_index_run_keeps_a_log_of_every_stage_problem_and_retry_and_ends_with_what_to_do(tmp_path: Path, cli):
+    root = tmp_path / "p"
+    (root / "input").mkdir(parents=True)
+    (root / "input" / "dulce.txt").write_bytes((DATA / "operation-dulce" / "dulce.txt").read_bytes())
+    (root / "settings.yaml").write_text(
+        "models:\n  default_chat_model:\n    model: fake/default?server_error=0.3&seed=3\n    max_retry_wait: 0.01\n"
+        "  default_embedding_model:\n    model: fake/embedding\n", encoding="utf-8")
+    built = cli("index", "--root", root)
+    assert built.exit_code == 0, built.output
+    end = built.output.splitlines()[-3:]
+    assert end[0].startswith("Done in ") and "documents 1, text_units 5, entities" in end[0]
+    assert "intermediate" not in end[0] and "raw_entities" not in end[0]  # GraphRAG's tables only
+    assert end[-1] == f"Next: graphrag-lite query local \"<your question>\" --root {root}"
+    log = (root / "output" / "logs" / "index.log").read_text(encoding="utf-8")
+    assert re.search(r"^\d{4}-\d\d-\d\d [\d:,]+ INFO graphrag_lite: run of pipeline standard", log, re.M)
+    for stage in ("load_documents", "extract_graph", "community_reports", "embed_text"):
+        assert f"graphrag_lite: {stage}: ran in" in log
+    assert "graphrag_lite.llm: extract_graph: model default_chat_model attempt 1 failed" in log
+    quiet = cli("index", "--root", root, "--force", "--quiet")
+    assert quiet.exit_code == 0 and quiet.output == ""
+
+
+def test_every_stage_that_takes_time_shows_progress_model_or_not(tmp_path: Path, cli, monkeypatch):
+    import contextlib
+
+    from graphrag_lite.pipeline import StageContext, _spend
+
+    seen: dict[str, list[int]] = {}
+    original = StageContext.bar
+
+    @contextlib.contextmanager
+    def recording(self, total, what):
+        counts = seen.setdefault(f"{self.stage_name}: {what}", [total, 0])
+        with original(self, total, what) as advance:
+            def counted():
+                counts[1] += 1
+                advance()
+            yield counted
+
+    monkeypatch.setattr(StageContext, "bar", recording)
+    root = tmp_path / "p"
+    (root / "input").mkdir(parents=True)
+    for document in (REPO / "input").glob("*.txt"):
+        (root / "input" / document.name).write_bytes(document.read_bytes())
+    (root / "settings.yaml").write_text("", encoding="utf-8")
+    assert cli("index", "--root", root, "--method", "fast").exit_code == 0
+    for bar in ("load_documents: files", "extract_graph_nlp: text units", "embed_text: LanceDB tables",
+                "community_reports_extractive: text units read, then reports"):
+        total, done = seen[bar]
+        assert total and done == total, (bar, seen[bar])
+    assert _spend({"calls": 12, "prompt_tokens": 1000, "completion_tokens": 234, "cost_usd": 0.0123}) == \
+        "12 calls, 1,234 tokens, $0.0123"

@@ -16,6 +16,7 @@ from __future__ import annotations
 import asyncio
 import contextvars
 import ipaddress
+import logging
 import random
 import re
 import time
@@ -33,6 +34,7 @@ from graphrag_lite.llm.structured import ParseError
 from graphrag_lite.tokens import count_tokens
 
 T = TypeVar("T")
+LOG = logging.getLogger("graphrag_lite.llm")  # retries, in the run's log file (OUTPUT/logs/index.log)
 Messages = list[dict[str, str]]
 TOKEN_ENCODING = "o200k_base"  # for estimates before sending; the provider's count is reconciled after
 UNREACHABLE_AFTER = 3  # connection failures before a model that never answered is declared unreachable
@@ -383,8 +385,12 @@ class Gateway:
                     self._record_failed_attempt(stage, model_id, model, estimate, _timed_out(err))
                 delay = self._retry_delay(model_id, model, err, attempt)
                 if attempt == model.max_retries:
+                    LOG.warning("%s: model %s gave up after %d attempts: %s", stage, model_id, attempt + 1,
+                                _describe(err, model))
                     raise LLMCallError(f"model '{model_id}' failed {attempt + 1} times in stage {stage}: "
                                        f"{_describe(err, model)}") from None
+                LOG.info("%s: model %s attempt %d failed (%s); retrying in %.1fs", stage, model_id, attempt + 1,
+                         _describe(err, model), delay)
             finally:
                 await limiter.done(estimate, used, rate_limited, latency, level)
             await asyncio.sleep(delay)

@@ -10,7 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
-from collections.abc import Iterable
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, field
 from itertools import combinations
 
@@ -45,7 +45,9 @@ def npmi(pair: int, a: int, b: int, windows: int) -> float:
     return math.log(pair * windows / (a * b)) / -math.log(pair / windows)
 
 
-def extract_nlp_graph(units: pd.DataFrame, cfg: ExtractGraphNlpConfig) -> NlpGraph:
+def extract_nlp_graph(units: pd.DataFrame, cfg: ExtractGraphNlpConfig,
+                      advance: Callable[[], None] = lambda: None) -> NlpGraph:
+    """`advance` is called once per text unit read (a progress bar)."""
     known = capitalised_mid_sentence(units["text"])
     windows: list[Window] = []
     total_windows = 0
@@ -66,6 +68,7 @@ def extract_nlp_graph(units: pd.DataFrame, cfg: ExtractGraphNlpConfig) -> NlpGra
             windows.append(Window(unit_id, text, names))
         else:
             windows += [Window(unit_id, unit_sentences[i], found) for i, found in sorted(by_sentence.items())]
+        advance()
 
     frequency = Counter(name for unit_id, name in first_sentence)  # text units mentioning each name
     kept = {name for name, n in frequency.items() if n >= cfg.min_entity_frequency}

@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import math
 from collections import Counter
+from collections.abc import Callable
 from typing import Any
 
 import pandas as pd
@@ -24,15 +25,18 @@ MAX_FINDINGS = 5
 
 
 def run(ctx: StageContext) -> StageResult:
-    reports = extractive_reports(ctx.read("communities"), ctx.read("entities"), ctx.read("relationships"),
-                                 ctx.read("text_units"))
+    communities, text_units = ctx.read("communities"), ctx.read("text_units")
+    with ctx.bar(len(text_units) + len(communities), "text units read, then reports") as advance:
+        reports = extractive_reports(communities, ctx.read("entities"), ctx.read("relationships"), text_units,
+                                     advance)
     return StageResult(tables={"community_reports": reports},
                        summary=f"{len(reports)} extractive reports (no model)")
 
 
 def extractive_reports(communities: pd.DataFrame, entities: pd.DataFrame, relationships: pd.DataFrame,
-                       text_units: pd.DataFrame) -> pd.DataFrame:
-    mentions = sentence_mentions(entities, text_units)
+                       text_units: pd.DataFrame, advance: Callable[[], None] = lambda: None) -> pd.DataFrame:
+    """`advance` is called once per text unit read and once per report (a progress bar)."""
+    mentions = sentence_mentions(entities, text_units, advance)
     titles = dict(zip(entities["id"], entities["title"], strict=True))
     readable = dict(zip(entities["id"], entities["human_readable_id"], strict=True))
     ends = {rid: (s, t) for rid, s, t in zip(relationships["id"], relationships["source"], relationships["target"],
@@ -61,10 +65,12 @@ def extractive_reports(communities: pd.DataFrame, entities: pd.DataFrame, relati
                         rating_explanation=f"{size} entities with {edges} relationships among them",
                         findings=findings)
         rows.append(report_row(record, report, "ok"))
+        advance()
     return pd.DataFrame(rows, columns=REPORT_COLUMNS).sort_values("community").reset_index(drop=True)
 
 
-def sentence_mentions(entities: pd.DataFrame, text_units: pd.DataFrame) -> list[tuple[str, set[str]]]:
+def sentence_mentions(entities: pd.DataFrame, text_units: pd.DataFrame,
+                      advance: Callable[[], None] = lambda: None) -> list[tuple[str, set[str]]]:
     """Every sentence of every text unit with the entities it names (only entities listed for that unit
     are checked, so this stays linear in the corpus)."""
     by_unit: dict[str, list[tuple[str, str]]] = {}
@@ -79,6 +85,7 @@ def sentence_mentions(entities: pd.DataFrame, text_units: pd.DataFrame) -> list[
             named = {eid for eid, name in candidates if name in key}
             if named:
                 found.append((" ".join(sentence.split())[:500], named))
+        advance()
     return found
 
 

@@ -24,7 +24,7 @@ def run(ctx: StageContext) -> StageResult:
     model = ctx.config.models[cfg.model_id].model if cfg.model_id else None
     dimension = None
     counts = {}
-    for name in TABLES:
+    for name in ctx.track(TABLES, len(TABLES), "LanceDB tables"):
         ids, texts = contents[name]
         vectors = None
         if cfg.model_id and texts:

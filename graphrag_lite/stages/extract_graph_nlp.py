@@ -7,7 +7,9 @@ from graphrag_lite.pipeline import Stage, StageContext, StageResult
 
 
 def run(ctx: StageContext) -> StageResult:
-    graph = extract_nlp_graph(ctx.read("base_text_units"), ctx.config.extract_graph_nlp)
+    units = ctx.read("base_text_units")
+    with ctx.bar(len(units), "text units") as advance:
+        graph = extract_nlp_graph(units, ctx.config.extract_graph_nlp, advance)
     c = graph.counts
     return StageResult(
         tables={"raw_entities": graph.entities, "raw_relationships": graph.relationships},
