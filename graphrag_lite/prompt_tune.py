@@ -38,6 +38,10 @@ from graphrag_lite.tokens import count_tokens
 
 SAMPLE_TOKENS = 3000  # of sample text shown when asking for the domain and the entity types
 EXAMPLE_TOKENS = 350  # longest text unit used as a worked example
+# answer lengths: a phrase or a short list needs little, but a reasoning model thinks first; a model that
+# loops (small local ones do) is stopped there, and its cut-off answer asked again
+SHORT_ANSWER_TOKENS = 1000
+EXAMPLE_ANSWER_TOKENS = 2500
 
 
 @dataclass
@@ -138,7 +142,7 @@ async def ask_tuning(gateway: Gateway, model_id: str, sample: list[str], domain:
     async def ask(prompt: str, parse: Callable[[str], object], step: str) -> object:
         try:
             result = await gateway.chat(model_id, [{"role": "user", "content": prompt}], stage="prompt_tune",
-                                        parse=parse, step=step)
+                                        parse=parse, step=step, max_tokens=SHORT_ANSWER_TOKENS)
         except LLMCallError as err:
             raise TuningFailed(f"prompt-tune: the model's answer for the {step} could not be used: {err}; "
                                "nothing was written") from None
@@ -158,7 +162,7 @@ async def ask_tuning(gateway: Gateway, model_id: str, sample: list[str], domain:
         prompt = fill(template, entity_types=",".join(t.upper() for t in types), input_text=text)
         try:
             parsed = await gateway.chat(model_id, [{"role": "user", "content": prompt}], stage="prompt_tune",
-                                        parse=example_parser(text), step="example")
+                                        parse=example_parser(text), step="example", max_tokens=EXAMPLE_ANSWER_TOKENS)
         except LLMCallError:
             continue  # counted in the ledger; another sample unit may do
         worked.append((text, parsed.value))
