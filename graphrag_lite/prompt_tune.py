@@ -83,15 +83,21 @@ def entity_types_parser(reply: str) -> list[str]:
     return types
 
 
-def example_parser(text: str) -> Callable[[str], ParsedReply]:
-    """The records of an extraction reply whose entities are named in `text` (a worked example must not
-    teach the model to invent), and the relationships between them; at least two entities."""
+def example_parser(text: str, types: list[str]) -> Callable[[str], ParsedReply]:
+    """The records of an extraction reply fit to teach from: entities named in `text` (a worked example must
+    not teach the model to invent), of one of `types`, each name once (its first type: a small model also
+    lists a person as an organization); relationships between them, each pair once; at least two entities."""
+    allowed = {t.upper() for t in types}
+
     def parse(reply: str) -> ParsedReply:
         parsed = parse_graph_reply(strip_reasoning(reply))
         lowered = text.lower()
-        entities = [e for e in parsed.entities if e.name.lower() in lowered]
+        named = [e for e in parsed.entities if e.name.lower() in lowered and e.type.upper() in allowed]
+        entities = list({e.name: e for e in reversed(named)}.values())[::-1]  # the first record of a name
         names = {e.name for e in entities}
-        relationships = [r for r in parsed.relationships if r.source in names and r.target in names]
+        pairs = {frozenset((r.source, r.target)): r for r in reversed(parsed.relationships)
+                 if r.source in names and r.target in names and r.source != r.target}
+        relationships = list(pairs.values())[::-1]
         if len(entities) < 2:
             raise ParseError("extract at least two entities named in the text, in the tuple format asked for")
         return ParsedReply(entities=entities, relationships=relationships, complete=True)
@@ -153,8 +159,9 @@ async def ask_tuning(gateway: Gateway, model_id: str, sample: list[str], domain:
         domain = str(await ask(fill(DOMAIN_QUESTION, sample=shown), domain_parser, "domain"))
     types = await ask(fill(TYPES_QUESTION, domain=domain, sample=shown), entity_types_parser, "entity types")
     assert isinstance(types, list)
-    short = [t for t in sample if count_tokens(t, "o200k_base") <= EXAMPLE_TOKENS] or \
-        [_cut(t, EXAMPLE_TOKENS) for t in sample]
+    whole = [_from_a_sentence_start(t) for t in sample]
+    short = [t for t in whole if count_tokens(t, "o200k_base") <= EXAMPLE_TOKENS] or \
+        [_cut(t, EXAMPLE_TOKENS) for t in whole]
     worked: list[tuple[str, ParsedReply]] = []
     for text in short[:examples * 2]:  # a sample unit with too few names gives no example: try another
         if len(worked) == examples:
@@ -162,11 +169,21 @@ async def ask_tuning(gateway: Gateway, model_id: str, sample: list[str], domain:
         prompt = fill(template, entity_types=",".join(t.upper() for t in types), input_text=text)
         try:
             parsed = await gateway.chat(model_id, [{"role": "user", "content": prompt}], stage="prompt_tune",
-                                        parse=example_parser(text), step="example", max_tokens=EXAMPLE_ANSWER_TOKENS)
+                                        parse=example_parser(text, types), step="example",
+                                        max_tokens=EXAMPLE_ANSWER_TOKENS)
         except LLMCallError:
             continue  # counted in the ledger; another sample unit may do
         worked.append((text, parsed.value))
     return Tuning(domain, types, worked)
+
+
+def _from_a_sentence_start(text: str) -> str:
+    """A text unit that starts mid-sentence (chunks overlap and cut anywhere) from its first full sentence."""
+    text = text.strip()
+    if not text or text[0].isupper() or text[0] in "\"'\u201c\u2018([":
+        return text
+    found = re.search("[.!?][\"'\u201d\u2019)]?\\s+(?=[A-Z\"'\u201c\u2018])", text)
+    return text[found.end():] if found else text
 
 
 def _cut(text: str, tokens: int) -> str:

@@ -53,10 +53,35 @@ def test_an_example_keeps_only_what_its_text_names():
              '("entity"<|>ADA MENSAH<|>PERSON<|>Copied from the prompt\'s example)\n##\n'
              '("relationship"<|>SAMUEL PEPYS<|>WHITEHALL<|>Walked there<|>5)\n##\n'
              '("relationship"<|>ADA MENSAH<|>WHITEHALL<|>Invented<|>3)\n<|COMPLETE|>')
-    parsed = example_parser(text)(reply)
+    parsed = example_parser(text, ["person", "geo"])(reply)
     assert [e.name for e in parsed.entities] == ["SAMUEL PEPYS", "WHITEHALL"] and len(parsed.relationships) == 1
     with pytest.raises(ParseError, match="at least two entities"):
-        example_parser(text)("I cannot extract entities from this text.")
+        example_parser(text, ["person", "geo"])("I cannot extract entities from this text.")
+
+
+def test_an_example_from_a_small_model_is_cleaned_before_it_teaches():
+    # Qwen2.5-Coder-1.5B on Operation Dulce, verbatim in its shape: a person listed again as an organization,
+    # with a stray number, and each relationship in both directions
+    text = "For Alex Mercer, the link with Sam Rivera was now poised; for Taylor Cruz, the initiative pulsed."
+    reply = ('("entity"<|>ALEX MERCER<|>PERSON<|>Alex Mercer is a main character)\n##\n'
+             '("entity"<|>SAM RIVERA<|>PERSON<|>Sam Rivera is a character)\n##\n'
+             '("entity"<|>TAYLOR CRUZ<|>PERSON<|>Taylor Cruz is a character)\n##\n'
+             '("entity"<|>TAYLOR CRUZ<|>ORGANIZATION<|>Operation: Dulce is the organization of Taylor Cruz 6)\n##\n'
+             '("entity"<|>OPERATION<|>MISSION<|>Not one of the types)\n##\n'
+             '("relationship"<|>ALEX MERCER<|>SAM RIVERA<|>Linked through the operation<|>8)\n##\n'
+             '("relationship"<|>SAM RIVERA<|>ALEX MERCER<|>Linked through the operation<|>8)\n<|COMPLETE|>')
+    parsed = example_parser(text, ["person", "organization", "place"])(reply)
+    assert [(e.name, e.type) for e in parsed.entities] == [("ALEX MERCER", "PERSON"), ("SAM RIVERA", "PERSON"),
+                                                            ("TAYLOR CRUZ", "PERSON")]
+    assert [(r.source, r.target) for r in parsed.relationships] == [("ALEX MERCER", "SAM RIVERA")]
+
+
+def test_an_example_text_starts_at_a_sentence():
+    from graphrag_lite.prompt_tune import _from_a_sentence_start
+
+    assert _from_a_sentence_start(", their footsteps synchronized. For Alex Mercer, the link held.") == \
+        "For Alex Mercer, the link held."
+    assert _from_a_sentence_start("Alex walked. Sam ran.") == "Alex walked. Sam ran."
 
 
 def test_a_setting_is_changed_in_its_line_and_comments_stay():
