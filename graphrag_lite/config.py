@@ -75,14 +75,50 @@ def _default_models() -> dict[str, ModelConfig]:
 
 
 class InputConfig(Section):
+    class FileRule(Section):
+        """One entry of input.files: settings for the files whose path matches `pattern`. A key left out
+        (or null) takes the section's value, so a rule names only what differs."""
+
+        pattern: str = Field(description="regular expression a file's path (relative to base_dir) must match")
+        encoding: str | None = None
+        text_column: str | None = None
+        title_column: str | None = None
+        id_column: str | None = None
+        metadata: list[str] | None = None
+
+        @model_validator(mode="before")
+        @classmethod
+        def _has_a_pattern(cls, data: Any) -> Any:
+            # said here, because the generic "Field required" message would name the list's type, not the key
+            if isinstance(data, dict) and "pattern" not in data:
+                raise ValueError("every rule needs a `pattern` (a regular expression for the files it applies "
+                                 "to), e.g. {pattern: '.*\\.csv$', text_column: body}")
+            return data
+
+        @field_validator("pattern")
+        @classmethod
+        def _a_regular_expression(cls, value: str) -> str:
+            return InputConfig._a_regular_expression(value)
+
+        @field_validator("encoding")
+        @classmethod
+        def _a_known_encoding(cls, value: str | None) -> str | None:
+            return None if value is None else InputConfig._a_known_encoding(value)
+
     base_dir: Path = Field(Path("input"), description="folder of documents, read recursively")
-    file_pattern: str = Field(r".*\.(txt|md|csv|json|jsonl|parquet)$",
-                              description="regular expression a file's path (relative to base_dir) must match")
+    file_pattern: str = Field(r".*\.(txt|md|csv|json|jsonl|parquet|pdf|docx|html?)$",
+                              description="regular expression a file's path (relative to base_dir) must match; "
+                              "PDF, DOCX and HTML need pip install 'graphrag-lite[documents]'")
     encoding: str = Field("utf-8", description="text encoding of the files (a UTF-8 BOM is handled)")
     text_column: str = Field("text", description="column (or JSON key) holding the text, for tabular input")
     title_column: str | None = Field(None, description="column used as title; unset: file path and row")
     id_column: str | None = Field(None, description="column used as document id; unset: a hash of the text")
     metadata: list[str] | None = Field(None, description="columns kept as metadata; unset: all other columns")
+    files: list[FileRule] | None = Field(None, description="per-file rules, e.g. [{pattern: '.*\\.csv$', "
+                                         "text_column: body, title_column: headline}]: a file matched by "
+                                         "file_pattern takes the first rule whose pattern matches its path; keys a "
+                                         "rule leaves out (encoding, text_column, title_column, id_column, "
+                                         "metadata) come from this section")
 
     @field_validator("file_pattern")
     @classmethod

@@ -10,7 +10,11 @@ from graphrag_lite.stages.load_documents import build_documents, list_input_file
 
 def load(folder, **settings):
     """Read a folder the way the stage does: (documents table, problems as strings)."""
-    cfg = InputConfig(base_dir=folder, **settings)
+    return load_with(InputConfig(base_dir=folder, **settings))
+
+
+def load_with(cfg):
+    """The same, for input settings already made."""
     files, _ = list_input_files(cfg)
     raw, problems = [], []
     for path in files:

@@ -1,9 +1,20 @@
 """Stage load_documents: read the input folder into the `input_documents` table.
 
 Text files (.txt, .md) are one document each, titled by their path relative to the input folder. Tabular
-files (.csv, .json, .jsonl, .parquet) give one document per row. Anything that cannot be used (unreadable,
-binary, undecodable, empty, a row without text, a duplicate) is reported with its file and reason and
-skipped; the run goes on. A document's id is a hash of its text (or the id column), so it is stable.
+files (.csv, .json, .jsonl, .parquet) give one document per row. PDF, DOCX and HTML files (.pdf, .docx,
+.html, .htm) are one document each too, read with the optional libraries of the `documents` extra (pypdf,
+python-docx, beautifulsoup4); without them such a file is skipped with the pip command that installs them.
+A PDF's text has a line `[page N]` before the text of each page N (pages without text are left out), and its
+metadata is `{"pages": <page count>}`, so a text unit shows the page it starts on or crosses into. HTML loses
+its scripts, styles and tags; DOCX keeps paragraphs and table rows (cells joined by " | ") in order.
+
+`input.files` gives per-file rules: a file takes the first rule whose pattern matches its path, and the
+rule's keys (encoding, text_column, title_column, id_column, metadata) replace the section's for that file.
+
+Anything that cannot be used (unreadable, binary, undecodable, empty, a row without text, a duplicate) is
+reported with its file and reason and skipped; the run goes on. Every file that gives no document is named in
+the stage's summary and first in its problems, so the terminal never hides a dropped file. A document's id is
+a hash of its text (or the id column), so it is stable.
 """
 
 from __future__ import annotations
@@ -13,7 +24,7 @@ import hashlib
 import io
 import json
 import re
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -27,7 +38,14 @@ from graphrag_lite.tables import records
 
 TEXT_SUFFIXES = {".txt", ".md"}
 TABLE_SUFFIXES = {".csv", ".json", ".jsonl", ".parquet"}
+DOCUMENT_SUFFIXES = {".pdf", ".docx", ".html", ".htm"}
+SUPPORTED_SUFFIXES = TEXT_SUFFIXES | TABLE_SUFFIXES | DOCUMENT_SUFFIXES
 BINARY_PROBE = 8192
+DOCUMENTS_EXTRA = "pip install 'graphrag-lite[documents]'"
+# elements that start a new line in a browser; inline ones (b, a, span) keep their text in the sentence
+HTML_BLOCKS = ["address", "article", "aside", "blockquote", "br", "dd", "div", "dl", "dt", "figcaption", "footer",
+               "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "li", "main", "nav", "ol", "p", "pre",
+               "section", "table", "td", "th", "title", "tr", "ul"]
 
 
 @dataclass(frozen=True)
@@ -38,6 +56,7 @@ class RawDocument:
     creation_date: str
     document_id: str | None = None  # from input.id_column
     row: dict[str, Any] | None = None  # the source row, for tabular input
+    metadata: dict[str, Any] | None = None  # set by the reader (PDF pages, a rule's columns); else from `row`
 
 
 @dataclass(frozen=True)
@@ -57,22 +76,31 @@ def run(ctx: StageContext) -> StageResult:
     files, unmatched = list_input_files(cfg)
     raw: list[RawDocument] = []
     problems: list[InputProblem] = []
+    origin: dict[str, str] = {}  # document source -> its file, to find the files that gave no document
     for path in ctx.track(files, total=len(files), what="files"):
         documents, file_problems = read_input_file(path, cfg)
+        origin.update((doc.source, path.relative_to(cfg.base_dir).as_posix()) for doc in documents)
         raw.extend(documents)
         problems.extend(file_problems)
     table, duplicates = build_documents(raw, cfg.metadata, cfg.text_column)
     problems.extend(duplicates)
     if table.empty:
         raise InputError(_nothing_usable(cfg, files, problems))
+    duplicated = {p.source for p in duplicates}
+    kept = {origin[doc.source] for doc in raw if doc.source not in duplicated}
+    dropped = [name for name in (f.relative_to(cfg.base_dir).as_posix() for f in files) if name not in kept]
+    problems = dropped_files_first(dropped, problems)
     summary = f"{len(files)} files -> {len(table)} documents"
-    if problems:
-        summary += f", {len(problems)} skipped (listed below and in stats.json)"
+    if dropped:
+        summary += f"; {len(dropped)} files dropped: {', '.join(dropped)} (why below and in stats.json)"
+    if skipped := len(problems) - len(dropped):
+        summary += f"; {skipped} rows skipped (listed in stats.json)"
     if unmatched:
         summary += f"; {unmatched} files ignored (not matching input.file_pattern)"
     return StageResult(tables={"input_documents": table}, summary=summary,
                        problems=[str(p) for p in problems],
-                       details={"files": len(files), "files_not_matching_pattern": unmatched})
+                       details={"files": len(files), "files_dropped": len(dropped),
+                                "files_not_matching_pattern": unmatched})
 
 
 def input_digest(config: GraphRagConfig) -> str:
@@ -106,20 +134,36 @@ def list_input_files(cfg: InputConfig) -> tuple[list[Path], int]:
 
 
 def read_input_file(path: Path, cfg: InputConfig) -> tuple[list[RawDocument], list[InputProblem]]:
+    """The documents of one file, read with the settings of its input.files rule (or the section's)."""
     relative = path.relative_to(cfg.base_dir).as_posix()
+    ruled = file_settings(cfg, relative)
+    documents, problems = _read_file(path, relative, ruled or cfg)
+    if ruled is not None:  # the rule's columns decide this file's metadata, not the section's
+        documents = [doc if doc.row is None else
+                     replace(doc, metadata=row_metadata(doc.row, ruled.metadata, ruled.text_column))
+                     for doc in documents]
+    return documents, problems
+
+
+def _read_file(path: Path, relative: str, cfg: InputConfig) -> tuple[list[RawDocument], list[InputProblem]]:
     suffix = path.suffix.lower()
-    if suffix not in TEXT_SUFFIXES | TABLE_SUFFIXES:
+    if suffix not in SUPPORTED_SUFFIXES:
         return [], [InputProblem(relative, f"unsupported file type '{suffix}' (supported: "
-                                 f"{', '.join(sorted(TEXT_SUFFIXES | TABLE_SUFFIXES))})")]
+                                 f"{', '.join(sorted(SUPPORTED_SUFFIXES))})")]
     try:
         data = path.read_bytes()
         created = datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat(timespec="seconds")
     except OSError as err:
         return [], [InputProblem(relative, f"cannot be read: {err.strerror or err}")]
+    if not data.strip():
+        return [], [InputProblem(relative, "empty file")]
     try:
         if suffix == ".parquet":
-            frame = pd.read_parquet(io.BytesIO(data))
-            return rows_to_documents(records(frame), relative, created, cfg)
+            return rows_to_documents(records(read_parquet(data)), relative, created, cfg)
+        if suffix in DOCUMENT_SUFFIXES:
+            text, metadata = extract_document(data, suffix, cfg.encoding)
+            return [RawDocument(source=relative, title=relative, text=text, creation_date=created,
+                                metadata=metadata)], []
         text = decode(data, cfg.encoding)
         if not text.strip():
             return [], [InputProblem(relative, "empty file")]
@@ -139,6 +183,15 @@ class _UnusableFile(Exception):
     pass
 
 
+def file_settings(cfg: InputConfig, relative: str) -> InputConfig | None:
+    """The section's settings with the keys of the first input.files rule whose pattern matches this path;
+    None when no rule does."""
+    for rule in cfg.files or ():
+        if re.search(rule.pattern, relative):  # patterns were checked when the settings loaded
+            return cfg.model_copy(update=rule.model_dump(exclude={"pattern"}, exclude_none=True))
+    return None
+
+
 def decode(data: bytes, encoding: str) -> str:
     if b"\x00" in data[:BINARY_PROBE]:
         raise _UnusableFile("binary file (contains NUL bytes), not a text document")
@@ -148,6 +201,81 @@ def decode(data: bytes, encoding: str) -> str:
     except UnicodeDecodeError as err:  # (an unknown encoding is refused when the settings load)
         raise _UnusableFile(f"not valid {encoding} (byte {err.start}: {err.reason}); "
                             "set input.encoding to the file's encoding") from None
+
+
+def read_parquet(data: bytes) -> pd.DataFrame:
+    try:
+        return pd.read_parquet(io.BytesIO(data))
+    except Exception as err:  # pyarrow's errors for a damaged file have no common base; any means unusable
+        raise _UnusableFile(f"not a readable Parquet file: {err}") from None
+
+
+def extract_document(data: bytes, suffix: str, encoding: str) -> tuple[str, dict[str, Any] | None]:
+    """Text (and metadata) of a PDF, DOCX or HTML file."""
+    try:
+        if suffix == ".pdf":
+            return pdf_text(data)
+        text = docx_text(data) if suffix == ".docx" else html_text(decode(data, encoding))
+    except _UnusableFile:
+        raise
+    except Exception as err:  # the parsers fail in many ways on damaged files; one such file must not stop a run
+        raise _UnusableFile(f"not a readable {suffix[1:].upper()} file: {err}") from None
+    if not text.strip():
+        raise _UnusableFile("no text in it")
+    return text, None
+
+
+def _missing_library(package: str, kind: str) -> _UnusableFile:
+    return _UnusableFile(f"reading {kind} files needs the {package} library, which is not installed: "
+                         f"{DOCUMENTS_EXTRA} (or leave such files out with input.file_pattern)")
+
+
+def pdf_text(data: bytes) -> tuple[str, dict[str, Any]]:
+    """The text of every page after a `[page N]` line, and {"pages": count} as metadata."""
+    try:
+        from pypdf import PdfReader
+    except ImportError:
+        raise _missing_library("pypdf", "PDF") from None
+    reader = PdfReader(io.BytesIO(data))
+    if reader.is_encrypted and not reader.decrypt(""):  # many PDFs are encrypted with an empty password
+        raise _UnusableFile("encrypted PDF that needs a password; save a copy without one")
+    pages = [(page.extract_text() or "").strip() for page in reader.pages]
+    text = "\n\n".join(f"[page {number}]\n{page}" for number, page in enumerate(pages, start=1) if page)
+    if not text:
+        raise _UnusableFile(f"no text in its {len(pages)} pages (scanned images? run OCR on it first)")
+    return text, {"pages": len(pages)}
+
+
+def docx_text(data: bytes) -> str:
+    """Paragraphs and table rows (cells joined by " | "), in document order, one a line."""
+    try:
+        from docx import Document
+        from docx.table import Table
+    except ImportError:
+        raise _missing_library("python-docx", "DOCX") from None
+    lines = []
+    for block in Document(io.BytesIO(data)).iter_inner_content():
+        if isinstance(block, Table):
+            lines += [" | ".join(cell.text.strip() for cell in row.cells) for row in block.rows]
+        else:
+            lines.append(block.text.strip())
+    return "\n".join(line for line in lines if line)
+
+
+def html_text(html: str) -> str:
+    """The visible text: no scripts, styles or tags; one line per paragraph, heading, list item or cell."""
+    try:
+        from bs4 import BeautifulSoup
+    except ImportError:
+        raise _missing_library("beautifulsoup4", "HTML") from None
+    soup = BeautifulSoup(html, "html.parser")
+    for hidden in soup(["script", "style", "noscript", "template"]):
+        hidden.decompose()
+    for block in soup(HTML_BLOCKS):
+        block.insert_before("\n")
+        block.insert_after("\n")
+    lines = (" ".join(line.split()) for line in soup.get_text().splitlines())
+    return "\n".join(line for line in lines if line)
 
 
 def parse_rows(text: str, suffix: str, source: str) -> tuple[list[dict[str, Any]], list[InputProblem]]:
@@ -223,7 +351,8 @@ def rows_to_documents(rows: list[dict[str, Any]], source: str, created: str,
 
 def build_documents(raw: list[RawDocument], metadata_columns: list[str] | None,
                     text_column: str) -> tuple[pd.DataFrame, list[InputProblem]]:
-    """The input_documents table: stable ids, duplicates reported and dropped, metadata as JSON."""
+    """The input_documents table: stable ids, duplicates reported and dropped, metadata as JSON (the reader's,
+    else the row's `metadata_columns`, or all its columns but `text_column`)."""
     seen: dict[str, str] = {}
     rows: list[dict[str, Any]] = []
     problems: list[InputProblem] = []
@@ -234,10 +363,9 @@ def build_documents(raw: list[RawDocument], metadata_columns: list[str] | None,
                                          f"{'id' if doc.document_id else 'text'}); skipped"))
             continue
         seen[doc_id] = doc.source
-        metadata = None
-        if doc.row is not None:
-            keep = metadata_columns if metadata_columns is not None else [c for c in doc.row if c != text_column]
-            metadata = {c: doc.row.get(c) for c in keep if c in doc.row}
+        metadata = doc.metadata
+        if metadata is None and doc.row is not None:
+            metadata = row_metadata(doc.row, metadata_columns, text_column)
         rows.append({
             "id": doc_id,
             "human_readable_id": len(rows),
@@ -249,6 +377,25 @@ def build_documents(raw: list[RawDocument], metadata_columns: list[str] | None,
         })
     columns = ["id", "human_readable_id", "title", "text", "creation_date", "raw_data", "metadata"]
     return pd.DataFrame(rows, columns=columns), problems
+
+
+def row_metadata(row: dict[str, Any], metadata_columns: list[str] | None, text_column: str) -> dict[str, Any]:
+    """The columns kept as a row's metadata: `metadata_columns`, or all but the text."""
+    keep = metadata_columns if metadata_columns is not None else [c for c in row if c != text_column]
+    return {c: row.get(c) for c in keep if c in row}
+
+
+def dropped_files_first(dropped: list[str], problems: list[InputProblem]) -> list[InputProblem]:
+    """One line per file that gave no document, then the rest: the terminal shows only the first few problems."""
+    names = set(dropped)
+    own = {p.source: p for p in problems if p.source in names}
+    head = []
+    for name in dropped:
+        rows = sum(p.source.startswith(f"{name} ") for p in problems)
+        head.append(own.get(name) or InputProblem(name, f"none of its {rows} rows could be used (listed below)"
+                                                  if rows else "no rows in it"))
+    shown = set(head)
+    return head + [p for p in problems if p not in shown]
 
 
 def _clean_str(value: Any) -> str:
