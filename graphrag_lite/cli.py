@@ -381,10 +381,16 @@ def print_estimates(estimates: dict[str, Any]) -> None:
     table = Table(title="Model calls this run would make (dry run: no model was called)")
     for column in ("stage", "calls", "prompt tokens", "completion (est.)", "cost (est.)"):
         table.add_column(column, justify="left" if column == "stage" else "right")
-    total, unknown = 0.0, []
+    total = 0.0
+    unknown: list[str] = []
+    unchanged: list[str] = []
     for stage, found in estimates.items():
         if "calls" not in found:
-            unknown.append(stage)
+            note = str(found.get("note", ""))
+            if note.startswith("depends"):
+                unknown.append(stage)
+            elif note.startswith("unchanged"):
+                unchanged.append(stage)
             continue
         cost = found["estimated_cost_usd"]
         total += cost or 0.0
@@ -394,6 +400,8 @@ def print_estimates(estimates: dict[str, Any]) -> None:
     console.print(table)
     console.print("'+ ≤N': gleaning calls, made only while the model keeps finding more. Completion tokens are "
                   "estimated; calls and prompt tokens are counted.", highlight=False)
+    if unchanged:
+        console.print(f"Unchanged since the last run, so skipped with no call: {', '.join(unchanged)}")
     if unknown:
         console.print(f"Not estimable before extraction (their calls depend on its results): {', '.join(unknown)}")
     console.print(f"Estimated cost of the estimable stages: ${total:.4f}, with every possible gleaning call. "

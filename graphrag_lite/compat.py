@@ -33,7 +33,8 @@ IGNORED_KEYS = {
     "model_supports_json": "LiteLLM says whether a model takes structured output",
     "async_mode": "calls are always asynchronous", "parallelization_num_threads": "see concurrency",
     "parallelization_stagger": "rate limits pace the calls", "retry_strategy": "retries back off exponentially",
-    "retry": "retries back off exponentially; see max_retries and max_retry_wait", "encoding_model": "tokens are "
+    "retry": "only its max_retries is read; retries back off exponentially, up to max_retry_wait seconds",
+    "encoding_model": "tokens are "
     "counted with chunking.encoding_model", "audience": "keys are the only authentication", "organization":
     "set OPENAI_ORGANIZATION in the environment", "metrics": "every call is counted in OUTPUT/stats.json",
     "mock_responses": "the fake provider (model: fake/default) answers offline",
@@ -42,6 +43,7 @@ SECTION_KEYS_IGNORED = {
     ("community_reports", "text_prompt"): "reports are written from the graph, with graph_prompt",
     ("global_search", "knowledge_prompt"): "general knowledge is not mixed into answers",
     ("extract_graph_nlp", "text_analyzer"): "the fast method finds names with its own rules",
+    ("extract_graph_nlp", "async_mode"): "the fast method needs no threads",
     ("chunking", "type"): "chunking is by tokens", ("chunking", "group_by_columns"): "documents are chunked alone",
     ("chunks", "group_by_columns"): "documents are chunked alone", ("cache", "type"): "the cache is a file cache",
     ("vector_store", "type"): "the vector store is LanceDB", ("embed_text", "names"): "every table is embedded",
@@ -78,19 +80,25 @@ def _models(data: dict[str, Any], notes: list[str]) -> tuple[str | None, str | N
     ids of the chat and the embedding model that sections use when they name none."""
     completion = data.pop("completion_models", None) or {}
     embedding = data.pop("embedding_models", None) or {}
+    origin: dict[str, str] = {}  # 2.x models keep their own section's name in the notes
     for model_id, model in list((data.get("models") or {}).items()):
+        origin[model_id] = "models"
         kind = str((model or {}).get("type", ""))
         if "embedding" in kind:
             embedding[model_id] = data["models"].pop(model_id)
         elif kind or "model_provider" in (model or {}):
             completion[model_id] = data["models"].pop(model_id)
     models = data.setdefault("models", {})
-    for model_id, model in [*completion.items(), *embedding.items()]:
-        models[model_id] = _model(model_id, model or {}, notes)
+    for model_id, model in completion.items():
+        models[model_id] = _model(f"{where}.{model_id}" if (where := origin.get(model_id)) else
+                                  f"completion_models.{model_id}", model or {}, notes)
+    for model_id, model in embedding.items():
+        models[model_id] = _model(f"{where}.{model_id}" if (where := origin.get(model_id)) else
+                                  f"embedding_models.{model_id}", model or {}, notes)
     return next(iter(completion), None), next(iter(embedding), None)
 
 
-def _model(model_id: str, model: dict[str, Any], notes: list[str]) -> dict[str, Any]:
+def _model(where: str, model: dict[str, Any], notes: list[str]) -> dict[str, Any]:
     model = dict(model)
     provider = model.pop("model_provider", None) or ("azure" if "azure" in str(model.get("type", "")) else None)
     name = model.pop("azure_deployment_name", None) or model.pop("deployment_name", None) or model.get("model")
@@ -110,7 +118,7 @@ def _model(model_id: str, model: dict[str, Any], notes: list[str]) -> dict[str, 
             model.pop(key, None)  # GraphRAG writes null for "no limit"; here that is the default
     for key in [k for k in model if k in IGNORED_KEYS]:
         model.pop(key)
-        notes.append(f"models.{model_id}.{key}: ignored ({IGNORED_KEYS[key]})")
+        notes.append(f"{where}.{key}: ignored ({IGNORED_KEYS[key]})")
     return model
 
 
@@ -163,8 +171,13 @@ def _sections(data: dict[str, Any], notes: list[str], chat: str | None, embeddin
         if isinstance(data.get(section), dict) and key in data[section]:
             data[section].pop(key)
             notes.append(f"{section}.{key}: ignored ({reason})")
-    if isinstance(data.get("community_reports"), dict) and "graph_prompt" in data["community_reports"]:
-        data["community_reports"]["prompt"] = data["community_reports"].pop("graph_prompt")
+    reports = data.get("community_reports")
+    if isinstance(reports, dict) and "graph_prompt" in reports:
+        if "prompt" in reports:  # set here (prompt-tune writes it): it is the one used
+            reports.pop("graph_prompt")
+            notes.append("community_reports.graph_prompt: ignored (community_reports.prompt is set)")
+        else:
+            reports["prompt"] = reports.pop("graph_prompt")
     if isinstance(data.get("vector_store"), dict) and all(isinstance(v, dict)
                                                          for v in data["vector_store"].values()):
         stores = data.pop("vector_store")  # 2.x: vector stores by id; the first is used

@@ -416,8 +416,10 @@ def substitute_env(text: str, env: typing.Mapping[str, str | None], source: str)
             name = match.group(2)
             value = env.get(name)
             if value is None:
+                hint = " (with no key at all: `graphrag-lite index --method fast` needs none, and `graphrag-lite " \
+                    "query ... --no-model` answers with the ranked evidence)" if name.endswith("_KEY") else ""
                 raise ConfigError(f"{source}:{number}: environment variable {name} is not set; "
-                                  f"set it in the environment or in a .env file beside {Path(source).name}")
+                                  f"set it in the environment or in a .env file beside {Path(source).name}{hint}")
             return value
 
         lines.append(_VAR.sub(replace, line) + comment)

@@ -233,8 +233,14 @@ def dry_run(config: GraphRagConfig, pipeline: Pipeline, console: Console) -> dic
     pending: set[str] = set()  # tables that only model answers would produce
     model_free: list[Stage] = []
     estimates: dict[str, Any] = {}
-    for stage in pipeline.stages:
-        if set(stage.reads) & pending:
+    store = OutputStore(config.output.base_dir)
+    state_path = store.base_dir / STATE_FILE
+    state = read_json(state_path) if state_path.is_file() else {}
+    unchanged = reusable_prefix(pipeline, config, store, state, len(pipeline.stages)) if state else 0
+    for position, stage in enumerate(pipeline.stages):
+        if position < unchanged:  # a real run would skip it: it calls nothing
+            estimates[stage.name] = {"note": "unchanged since the last run: skipped, no calls"}
+        elif set(stage.reads) & pending:
             pending.update(stage.writes)
             if needs_model(stage, config):
                 estimates[stage.name] = {"note": "depends on the answers of earlier model stages: not estimable"}
@@ -243,9 +249,8 @@ def dry_run(config: GraphRagConfig, pipeline: Pipeline, console: Console) -> dic
             estimates[stage.name] = None
         else:
             model_free.append(stage)
-    # an index already there is left exactly as it was; a new output folder keeps what the dry run did
-    existing = (config.output.base_dir / STATE_FILE).is_file()
-    with scratch_copy(config) if existing else contextlib.nullcontext(config) as trial:
+    # an index already there keeps its tables as they were; a new output folder keeps what the dry run did
+    with scratch_copy(config) if state else contextlib.nullcontext(config) as trial:
         if model_free:
             run_pipeline(trial, Pipeline(pipeline.name, pipeline.description, model_free), console, brief=True)
         store = OutputStore(trial.output.base_dir)
@@ -291,7 +296,7 @@ def print_compat_notes(config: GraphRagConfig, console: Console) -> None:
 def check_model_keys(config: GraphRagConfig, stages: list[Stage]) -> None:
     """Before any stage runs: every model the stages to run will call has a usable key (not init's
     placeholder, not missing where the provider needs one), else a ConfigError that says what to do."""
-    from graphrag_lite.llm.gateway import NO_KEY_CHOICES, key_problem
+    from graphrag_lite.llm.gateway import key_problem, no_key_choices
 
     for stage in (s for s in stages if needs_model(s, config)):
         own = getattr(config, stage.config_sections[0])
@@ -300,7 +305,7 @@ def check_model_keys(config: GraphRagConfig, stages: list[Stage]) -> None:
             model = config.models.get(model_id) if isinstance(model_id, str) else None
             if model is not None and (problem := key_problem(model)) is not None:
                 raise ConfigError(f"{stage.config_sections[0]}.{key} '{model_id}' ({model.model}), used by "
-                                  f"{stage.name}: {problem}; {NO_KEY_CHOICES}")
+                                  f"{stage.name}: {problem}; {no_key_choices(config.root_dir)}")
 
 
 def needs_model(stage: Stage, config: GraphRagConfig) -> bool:

@@ -34,6 +34,7 @@ from graphrag_lite.extraction.tuples import (
 from graphrag_lite.llm.gateway import Gateway, LLMCallError
 from graphrag_lite.llm.structured import ParseError, strip_reasoning
 from graphrag_lite.prompts import fill, load_prompt, prompt_file
+from graphrag_lite.resources import data_dir
 from graphrag_lite.tokens import count_tokens
 
 SAMPLE_TOKENS = 3000  # of sample text shown when asking for the domain and the entity types
@@ -233,11 +234,12 @@ def set_setting(text: str, section: str, key: str, value: str) -> str:
                 and not lines[i].lstrip().startswith("#")), len(lines))
     pattern = re.compile(rf"\s+(#\s*)?{re.escape(key)}:")
     at = next((i for i in range(header + 1, end) if pattern.match(lines[i])), None)
-    line = f"  {key}: {value}"
     if at is None:
-        lines.insert(header + 1, line)
-    else:
-        lines[at] = line
+        lines.insert(header + 1, f"  {key}: {value}")
+    else:  # the line's own comment stays (a commented-out default's too)
+        after_key = re.sub(r"^\s*(#\s*)?", "", lines[at]).split(":", 1)[1]
+        comment = re.search(r"\s+#\s.*$", after_key)
+        lines[at] = f"  {key}: {value}" + (comment.group(0) if comment else "")
     return "\n".join(lines) + "\n"
 
 
@@ -258,6 +260,16 @@ def tuned_prompts(config: GraphRagConfig, tuning: Tuning) -> dict[tuple[str, str
             ("community_reports", "prompt"): domain_line + packaged["community_reports", "prompt"]}
 
 
+def _keep_own_edits(path: Path, prompt: str) -> None:
+    """A prompt file the user changed (it is neither the packaged one nor this tuning) is kept beside the new
+    one as NAME.before-tune.txt, not overwritten."""
+    if not path.is_file() or path.read_text(encoding="utf-8") == prompt:
+        return
+    packaged = load_prompt(None, path.name) if (data_dir("prompts") / path.name).is_file() else None
+    if path.read_text(encoding="utf-8") != packaged:
+        path.replace(path.with_name(f"{path.stem}.before-tune{path.suffix}"))
+
+
 def write_tuned(config: GraphRagConfig, settings: Path, folder: Path, tuning: Tuning) -> list[Path]:
     """The tuned prompts in `folder`, and settings.yaml wired to them and to the tuned entity types; the
     settings are checked by loading them before anything is written."""
@@ -273,6 +285,7 @@ def write_tuned(config: GraphRagConfig, settings: Path, folder: Path, tuning: Tu
     text = set_setting(text, "extract_graph", "entity_types", json.dumps(tuning.entity_types))
     folder.mkdir(parents=True, exist_ok=True)
     for path, prompt in written:
+        _keep_own_edits(path, prompt)
         path.write_text(prompt, encoding="utf-8")
     previous = settings.read_text(encoding="utf-8")
     settings.write_text(text, encoding="utf-8")

@@ -49,6 +49,11 @@ def test_a_dry_run_leaves_an_existing_index_exactly_as_it_was(tmp_path):
     assert (root / "output" / "pipeline_state.json").read_bytes() == state
     assert json.loads((root / "output" / "dry_run.json").read_text())["extract_graph"]["calls"] > 5
     assert not list(tmp_path.rglob(".graphrag-lite-dry-run-*"))  # the scratch copy is gone
+    # with the settings the index was built with, nothing would run: nothing is estimated
+    same = index(root, "--dry-run")
+    assert same.exit_code == 0 and "Unchanged since the last run, so skipped with no call: load_documents" in \
+        same.output
+    assert all("calls" not in found for found in json.loads((root / "output" / "dry_run.json").read_text()).values())
 
 
 def test_dry_run_prompt_tokens_of_certain_calls_are_counted_exactly(tmp_path):

@@ -94,6 +94,8 @@ def test_a_fresh_project_with_no_key_is_told_its_choices_and_answers_with_no_mod
     standard = cli("index", "--root", root)  # init's key is a placeholder: refused before any stage runs
     assert standard.exit_code == 2 and "the API key is the placeholder '<your-api-key>'" in standard.output
     assert "--method fast" in standard.output and not (root / "output" / "input_documents.parquet").exists()
+    estimated = cli("index", "--root", root, "--dry-run")  # a dry run calls no model: no key needed
+    assert estimated.exit_code == 0 and "extract_graph" in estimated.output, estimated.output
     assert cli("index", "--root", root, "--method", "fast").exit_code == 0
     asked = cli("query", "local", "Who went to Woolwich with Sir W. Pen?", "--root", root)
     assert asked.exit_code == 2 and "placeholder" in asked.output and "--no-model" in asked.output
@@ -275,3 +277,19 @@ def test_every_stage_that_takes_time_shows_progress_model_or_not(tmp_path: Path,
         assert total and done == total, (bar, seen[bar])
     assert _spend({"calls": 12, "prompt_tokens": 1000, "completion_tokens": 234, "cost_usd": 0.0123}) == \
         "12 calls, 1,234 tokens, $0.0123"
+
+
+def test_global_search_says_dynamic_selection_kept_nothing_rather_than_no_communities(tmp_path: Path, cli):
+    root = tmp_path / "p"
+    (root / "input").mkdir(parents=True)
+    (root / "input" / "dulce.txt").write_bytes((DATA / "operation-dulce" / "dulce.txt").read_bytes())
+    (root / "replies.yaml").write_text('query_global_rate: \'{"rating": 0, "reason": "unrelated"}\'\n',
+                                       encoding="utf-8")
+    (root / "settings.yaml").write_text(
+        f"models:\n  default_chat_model:\n    model: fake/default?replies={root / 'replies.yaml'}\n"
+        "    max_retry_wait: 0.01\n  default_embedding_model:\n    model: fake/embedding\n", encoding="utf-8")
+    assert cli("index", "--root", root).exit_code == 0
+    asked = cli("query", "global", "What are the themes?", "--root", root, "--set",
+                "global_search.dynamic_community_selection=true")
+    assert asked.exit_code == 0
+    assert "reports below global_search.dynamic_threshold" in asked.output and "no communities" not in asked.output

@@ -91,6 +91,7 @@ def test_a_setting_is_changed_in_its_line_and_comments_stay():
     edited = set_setting(edited, "extract_graph", "entity_types", '["person", "ship"]')
     edited = set_setting(edited, "community_reports", "prompt", "prompts/community_report.txt")
     assert "# my settings" in edited and "  model_id: default_chat_model  # the model" in edited
+    assert "  prompt: prompts/extract_graph.txt  # prompt file" in edited  # a changed line keeps its comment
     data = yaml.safe_load(edited)
     assert data["extract_graph"] == {"model_id": "default_chat_model", "prompt": "prompts/extract_graph.txt",
                                      "entity_types": ["person", "ship"], "max_gleanings": 1}
@@ -105,6 +106,9 @@ def pepys_project(tmp_path: Path, chat: str = "fake/default") -> Path:
 
 def test_prompt_tune_writes_wired_prompts_that_the_next_index_uses(tmp_path: Path, cli):
     root = pepys_project(tmp_path)
+    (root / "prompts").mkdir()
+    (root / "prompts" / "summarize_descriptions.txt").write_text("My own summary prompt: {description_list}",
+                                                                  encoding="utf-8")
     tuned = cli("prompt-tune", "--root", root, "--limit", "6")
     assert tuned.exit_code == 0, tuned.output
     assert "entity types: person, organization, geo, event" in tuned.output and "worked examples: 2" in tuned.output
@@ -116,6 +120,8 @@ def test_prompt_tune_writes_wired_prompts_that_the_next_index_uses(tmp_path: Pat
     assert settings["extract_graph"]["entity_types"] == ["person", "organization", "geo", "event"]
     assert settings["community_reports"]["prompt"] == "prompts/community_report.txt"
     assert not (root / "output" / "entities.parquet").exists()  # tuning builds no index
+    kept = root / "prompts" / "summarize_descriptions.before-tune.txt"  # the user's own edit is not lost
+    assert kept.read_text(encoding="utf-8") == "My own summary prompt: {description_list}"
     assert cli("index", "--root", root).exit_code == 0
 
 

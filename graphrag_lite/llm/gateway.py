@@ -19,9 +19,11 @@ import ipaddress
 import logging
 import random
 import re
+import shlex
 import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
+from pathlib import Path
 from typing import Any, Generic, TypeVar
 from urllib.parse import urlparse
 
@@ -55,9 +57,12 @@ class LLMCallError(GraphragLiteError):
         self.partial = partial
 
 
-NO_KEY_CHOICES = ("put the key in the project's .env (GRAPHRAG_API_KEY=...) or the environment; or work without a "
-                  "model: `graphrag-lite index --method fast` builds an index with none, and `graphrag-lite query "
-                  "... --no-model` answers with the ranked evidence")
+def no_key_choices(root: Path) -> str:
+    """What to do without a key, for the project in `root`."""
+    where = shlex.quote(str(root))
+    return (f"put the key in {root / '.env'} (GRAPHRAG_API_KEY=...) or the environment; or work without a model: "
+            f"`graphrag-lite index --root {where} --method fast` builds an index with none, and "
+            f"`graphrag-lite query local \"...\" --root {where} --no-model` answers with the ranked evidence")
 _PLACEHOLDER = re.compile(r"^\s*(<[^>]*>|your[-_ ]?(api[-_ ]?)?key|x+|changeme|none)?\s*$", re.IGNORECASE)
 
 
@@ -134,6 +139,8 @@ class Gateway:
         self._unreachable: dict[str, int] = {}  # connection failures of models that never answered
         self._early_errors: dict[str, list[str]] = {}  # errors of models that never answered
         self._checked: set[str] = set()  # model ids whose provider LiteLLM knows
+        self._keyed: set[str] = set()  # model ids whose key looked usable before their first call
+        self._root = config.root_dir
         self._unit_prices: dict[str, tuple[float, float] | None] = {}  # USD per prompt and completion token
         self._litellm = load_litellm(self.models.values())
 
@@ -183,8 +190,10 @@ class Gateway:
                 self.cache.put(key, "chat", stored_answer(answer.text, spent))
             return ChatResult(value=value, text=answer.text, cached=False)
         self._record(stage, model_id, "chat", spent, started, len(problems) - 1, ok=False)
-        raise LLMCallError(f"model '{model_id}' gave no usable answer in {len(problems)} tries "
-                           f"(last problem: {problems[-1]})", partial)
+        hint = f"; if its answers are long, raise {stage}.max_completion_tokens (now {max_tokens})" \
+            if problems[-1].startswith(CUT_OFF) and max_tokens else ""
+        raise LLMCallError(f"model '{model_id}' gave no usable answer in {len(problems)} tries; the last: "
+                           f"{problems[-1]}{hint}", partial)
 
     def _cached_answer(self, key: str, parser: Callable[[str], Any]) -> ChatResult[Any] | None:
         cached = self.cache.get(key) if self.cache is not None else None
@@ -360,6 +369,11 @@ class Gateway:
                             stage: str, streamed: bool, completion: int | None = None) -> tuple[Any, int]:
         """`call()` within the model's limits and the budget, retried as its errors allow. A streamed call
         times out on silence (inside `call`), any other on its total time."""
+        if model_id not in self._keyed:  # before the first call is sent (a cached answer needs no key)
+            if (problem := key_problem(model)) is not None:
+                raise LLMConfigurationError(f"model '{model_id}' ({model.model}): {problem}; "
+                                            f"{no_key_choices(self._root)}")
+            self._keyed.add(model_id)
         limiter = self._limiter(model_id, model)
         for attempt in range(model.max_retries + 1):
             level = await limiter.admit(estimate)
@@ -476,8 +490,6 @@ class Gateway:
             except Exception as err:
                 raise LLMConfigurationError(_fatal_reason(err, model_id, model) or
                                             f"model '{model_id}' ({model.model}): {_describe(err, model)}") from None
-            if (problem := key_problem(model)) is not None:
-                raise LLMConfigurationError(f"model '{model_id}' ({model.model}): {problem}; {NO_KEY_CHOICES}")
             self._checked.add(model_id)
         return model
 

@@ -51,6 +51,7 @@ class ReportSelection:
     missing: list[str]  # communities at these levels whose report failed
     below_rank: int  # usable reports left out by min_community_rank
     candidates: pd.DataFrame  # the communities the reports were chosen from, one per clustered entity
+    rated_out: int = 0  # reports dynamic selection rated below global_search.dynamic_threshold
 
 
 def communities_at(communities: pd.DataFrame, level: int) -> pd.DataFrame:
@@ -140,7 +141,8 @@ async def dynamic_selection(index: IndexTables, rate: Callable[[str], Awaitable[
     chosen = reports[reports["community"].isin(selected)].sort_values(["rank", "community"], ascending=[False, True])
     below_rank = int(((index.reports["status"] == "ok") & (index.reports["rank"] < min_rank)).sum())
     missing = missing_reports(index.reports[index.reports["status"] != "ok"])
-    return ReportSelection(chosen, missing, below_rank, communities_at(index.communities, max_level)), rated
+    return ReportSelection(chosen, missing, below_rank, communities_at(index.communities, max_level),
+                           rated - len(chosen)), rated
 
 
 REPORT_COLUMNS = ["id", "title", "content", "rank"]
@@ -271,9 +273,11 @@ def no_answer(question: str, selection: ReportSelection, level: int) -> str:
         reasons = [f"{selection.below_rank} rated below global_search.min_community_rank"] if selection.below_rank \
             else []
         reasons += [f"{len(selection.missing)} missing (failed at indexing)"] if selection.missing else []
+        reasons += [f"dynamic community selection rated {selection.rated_out} reports below "
+                    "global_search.dynamic_threshold"] if selection.rated_out else []
         why = "; ".join(reasons) or "the graph has no communities"
-        return (f"The index has no community reports to search at level {level} ({why}), so global search has "
-                "nothing to answer from. Try basic search.")
+        return (f"No community report at level {level} to search ({why}), so global search has nothing to answer "
+                "from. Try basic search.")
     titles = "; ".join(f"{int(r['community'])}: {r['title']}" for r in records(selection.reports.head(10)))
     more = f" and {len(selection.reports) - 10} more" if len(selection.reports) > 10 else ""
     return (f"No community report at level {level} held information relevant to this question, so there is no "

@@ -329,7 +329,7 @@ def rows_to_documents(rows: list[dict[str, Any]], source: str, created: str,
             close = difflib.get_close_matches(column, [str(c) for c in columns], n=1)
             hint = f"did you mean '{close[0]}'? " if close else ""
             raise _UnusableFile(f"no column '{column}' (columns: {', '.join(map(str, columns))}); "
-                                f"{hint}set input.{role}")
+                                f"{hint}set input.{role}, or the {role} of the input.files rule for this file")
     documents, problems = [], []
     for index, row in enumerate(rows):
         where = f"{source} row {index + 1}"
