@@ -276,8 +276,8 @@ def no_answer(question: str, selection: ReportSelection, level: int) -> str:
         reasons += [f"dynamic community selection rated {selection.rated_out} reports below "
                     "global_search.dynamic_threshold"] if selection.rated_out else []
         why = "; ".join(reasons) or "the graph has no communities"
-        return (f"No community report at level {level} to search ({why}), so global search has nothing to answer "
-                "from. Try basic search.")
+        return (f"The index has no community reports to search at level {level} ({why}), so global search has "
+                "nothing to answer from. Try basic search.")
     titles = "; ".join(f"{int(r['community'])}: {r['title']}" for r in records(selection.reports.head(10)))
     more = f" and {len(selection.reports) - 10} more" if len(selection.reports) > 10 else ""
     return (f"No community report at level {level} held information relevant to this question, so there is no "
