@@ -97,10 +97,30 @@ def run(ctx: StageContext) -> StageResult:
         summary += f"; {skipped} rows skipped (listed in stats.json)"
     if unmatched:
         summary += f"; {unmatched} files ignored (not matching input.file_pattern)"
+    changes = document_changes(ctx.read("input_documents") if ctx.store.has("input_documents") else None, table)
+    if changes:
+        summary += "; since the last run: " + ", ".join(
+            f"{len(names)} {kind}" + (f" ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})" if names else "")
+            for kind, names in changes.items())
     return StageResult(tables={"input_documents": table}, summary=summary,
                        problems=[str(p) for p in problems],
                        details={"files": len(files), "files_dropped": len(dropped),
-                                "files_not_matching_pattern": unmatched})
+                                "files_not_matching_pattern": unmatched, "documents_since_last_run": changes})
+
+
+def document_changes(previous: pd.DataFrame | None, current: pd.DataFrame) -> dict[str, list[str]]:
+    """What changed since the last run, documents being known by content (id, a hash) and by title (path):
+    added, changed (a title whose content is new), deleted, renamed (a content under a new title); {} on a
+    first run."""
+    if previous is None:
+        return {}
+    old = dict(zip(previous["id"], previous["title"], strict=True))
+    new = dict(zip(current["id"], current["title"], strict=True))
+    old_titles, new_titles = set(old.values()), set(new.values())
+    return {"added": sorted(t for i, t in new.items() if i not in old and t not in old_titles),
+            "changed": sorted(t for i, t in new.items() if i not in old and t in old_titles),
+            "deleted": sorted(t for i, t in old.items() if i not in new and t not in new_titles),
+            "renamed": sorted(f"{old[i]} -> {t}" for i, t in new.items() if i in old and old[i] != t)}
 
 
 def input_digest(config: GraphRagConfig) -> str:
