@@ -55,12 +55,34 @@ FAKE_MODELS = ("models:\n  default_chat_model:\n    model: {chat}\n    max_retry
                "  default_embedding_model:\n    model: fake/embedding\n")
 
 
-def make_project(root: Path, documents: list[Path], settings: str = "", chat: str = "fake/default") -> Path:
-    """A project folder with copies of `documents` and settings that use the fake model."""
+SAMPLE = sorted((REPO / "input").glob("*.txt"))  # the bundled sample: a diary full of names
+
+
+def add_inputs(root: Path, documents: list[Path]) -> Path:
+    """Copies of `documents` in the project's input folder."""
     (root / "input").mkdir(parents=True, exist_ok=True)
     for document in documents:
         (root / "input" / document.name).write_bytes(document.read_bytes())
+    return root
+
+
+def make_project(root: Path, documents: list[Path], settings: str = "", chat: str = "fake/default") -> Path:
+    """A project folder with copies of `documents` and settings that use the fake model."""
+    add_inputs(root, documents)
     write_settings(root, FAKE_MODELS.format(chat=chat) + settings)
+    return root
+
+
+def fake_models(settings: str) -> str:
+    """init's settings with its OpenAI models swapped for the fake provider (no key, no network)."""
+    return settings.replace("model: openai/gpt-4o-mini", "model: fake/default").replace(
+        "model: openai/text-embedding-3-small", "model: fake/embedding")
+
+
+def sample_project(root: Path) -> Path:
+    """The bundled sample with default settings, for the fast method (no model)."""
+    add_inputs(root, SAMPLE)
+    write_settings(root, "")
     return root
 
 

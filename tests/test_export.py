@@ -16,7 +16,7 @@ from graphrag_lite.cli import app
 from graphrag_lite.errors import MissingIndex, index_command
 from graphrag_lite.export import export_graphml, export_neo4j
 from graphrag_lite.storage import OutputStore
-from tests.conftest import REPO, make_project
+from tests.conftest import SAMPLE, make_project
 
 # what a description may hold: a comma, quotes, XML's special characters, a line break, and a control character
 # XML 1.0 cannot hold at all (dropped from GraphML; kept as it is in the CSV files)
@@ -26,7 +26,7 @@ AWKWARD = 'He said, "so to bed" <at once> & slept.\nNext day\x0b: the office.'
 @pytest.fixture(scope="module")
 def indexed(tmp_path_factory) -> Path:
     """A real index of the bundled sample (Pepys' diary), built with the fast method (no model)."""
-    root = make_project(tmp_path_factory.mktemp("export") / "project", sorted((REPO / "input").glob("*.txt")))
+    root = make_project(tmp_path_factory.mktemp("export") / "project", SAMPLE)
     result = CliRunner().invoke(app, ["index", "--root", str(root), "--method", "fast"], catch_exceptions=False)
     assert result.exit_code == 0, result.output
     return root

@@ -9,13 +9,7 @@ import pytest
 
 from graphrag_lite.llm import fake
 from graphrag_lite.project import prompt_settings
-from tests.conftest import DATA, REPO
-
-
-def fake_models(settings: str) -> str:
-    """init's settings with its OpenAI models swapped for the fake provider (no key, no network)."""
-    return settings.replace("model: openai/gpt-4o-mini", "model: fake/default").replace(
-        "model: openai/text-embedding-3-small", "model: fake/embedding")
+from tests.conftest import DATA, REPO, SAMPLE, add_inputs, fake_models, sample_project
 
 
 def test_init_wires_every_prompt_it_copies_and_an_edited_copy_is_the_prompt_used(tmp_path: Path, cli):
@@ -27,8 +21,7 @@ def test_init_wires_every_prompt_it_copies_and_an_edited_copy_is_the_prompt_used
     for name in copied:
         assert f": prompts/{name}  #" in settings, name
     (root / "settings.yaml").write_text(fake_models(settings), encoding="utf-8")
-    for document in sorted((DATA / "unrelated-documents").glob("*.txt"))[:2]:
-        (root / "input" / document.name).write_bytes(document.read_bytes())
+    add_inputs(root, sorted((DATA / "unrelated-documents").glob("*.txt"))[:2])
     assert cli("index", "--root", root).exit_code == 0
     prompt = root / "prompts" / "community_report.txt"
     prompt.write_text(prompt.read_text(encoding="utf-8") + "\nWrite in a calm voice (edited).\n", encoding="utf-8")
@@ -89,8 +82,7 @@ def test_a_fresh_project_with_no_key_is_told_its_choices_and_answers_with_no_mod
     created = cli("init", root)
     assert "with no key:   graphrag-lite index --root" in created.output and "--method fast" in created.output
     assert "add --no-model" in created.output
-    for document in (REPO / "input").glob("*.txt"):  # the bundled sample, a diary full of names
-        (root / "input" / document.name).write_bytes(document.read_bytes())
+    add_inputs(root, SAMPLE)
     standard = cli("index", "--root", root)  # init's key is a placeholder: refused before any stage runs
     assert standard.exit_code == 2 and "the API key is the placeholder '<your-api-key>'" in standard.output
     assert "--method fast" in standard.output and not (root / "output" / "input_documents.parquet").exists()
@@ -216,8 +208,7 @@ def test_graphrag_commands_work_from_init_to_query_with_data_elsewhere(tmp_path:
 
     root = tmp_path / "project"
     assert cli("init", "--root", root).exit_code == 0 and (root / "settings.yaml").is_file()
-    for document in (REPO / "input").glob("*.txt"):
-        (root / "input" / document.name).write_bytes(document.read_bytes())
+    add_inputs(root, SAMPLE)
     assert cli(*graphrag_style(["update", "--root", str(root), "--method", "fast-update"])).exit_code == 0
     (root / "output").rename(tmp_path / "moved")  # the index, its LanceDB folder inside it
     asked = cli(*graphrag_style(["query", "Who went to Woolwich with Sir W. Pen?", "--root", str(root),
@@ -265,11 +256,7 @@ def test_every_stage_that_takes_time_shows_progress_model_or_not(tmp_path: Path,
             yield counted
 
     monkeypatch.setattr(StageContext, "bar", recording)
-    root = tmp_path / "p"
-    (root / "input").mkdir(parents=True)
-    for document in (REPO / "input").glob("*.txt"):
-        (root / "input" / document.name).write_bytes(document.read_bytes())
-    (root / "settings.yaml").write_text("", encoding="utf-8")
+    root = sample_project(tmp_path / "p")
     assert cli("index", "--root", root, "--method", "fast").exit_code == 0
     for bar in ("load_documents: files", "extract_graph_nlp: text units", "embed_text: LanceDB tables",
                 "community_reports_extractive: text units read, then reports"):

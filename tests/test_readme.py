@@ -20,7 +20,7 @@ import yaml
 
 from graphrag_lite.config import config_from_data
 from graphrag_lite.experiment.spec import expand_variants, load_spec
-from tests.conftest import DATA, REPO
+from tests.conftest import DATA, REPO, fake_models
 
 README = (REPO / "README.md").read_text(encoding="utf-8")
 FENCED = re.compile(r"^```(\w*)\n(.*?)^```", re.M | re.S)
@@ -43,10 +43,6 @@ def shell_lines() -> list[str]:
     return lines
 
 
-def to_fake(settings: str) -> str:
-    return settings.replace("model: openai/gpt-4o-mini", "model: fake/default").replace(
-        "model: openai/text-embedding-3-small", "model: fake/embedding")
-
 
 def run_command(command: str, cli, where: Path) -> None:
     """One README command in `where`: my-project and my-docs are folders there."""
@@ -63,7 +59,7 @@ def run_command(command: str, cli, where: Path) -> None:
     assert result.exit_code == 0, f"{command}\n{result.output}"
     if words[:2] == ["graphrag-lite", "init"]:  # the user's key would go in .env; the tests use the fake
         settings = where / "my-project" / "settings.yaml"
-        settings.write_text(to_fake(settings.read_text(encoding="utf-8")), encoding="utf-8")
+        settings.write_text(fake_models(settings.read_text(encoding="utf-8")), encoding="utf-8")
 
 
 def test_every_readme_command_runs_in_order(tmp_path, cli, monkeypatch):

@@ -9,7 +9,7 @@ from pathlib import Path
 import pandas as pd
 
 from graphrag_lite.stages.load_documents import document_changes
-from tests.conftest import REPO
+from tests.conftest import sample_project
 
 
 def table(*rows: tuple[str, str]) -> pd.DataFrame:
@@ -25,11 +25,7 @@ def test_changes_are_known_by_content_and_by_path():
 
 
 def test_a_re_run_says_what_changed_in_the_folder_before_any_model_stage(tmp_path: Path, cli):
-    root = tmp_path / "p"
-    (root / "input").mkdir(parents=True)
-    for document in (REPO / "input").glob("*.txt"):
-        (root / "input" / document.name).write_bytes(document.read_bytes())
-    (root / "settings.yaml").write_text("", encoding="utf-8")
+    root = sample_project(tmp_path / "p")
     assert cli("index", "--root", root, "--method", "fast").exit_code == 0
     (root / "input" / "note.txt").write_text("Sir W. Batten and Mr. Pepys went to the Navy Office. " * 5,
                                              encoding="utf-8")
