@@ -82,11 +82,12 @@ class OutputStore:
     def has(self, name: str) -> bool:
         return self.path(name).is_file()
 
-    def read(self, name: str) -> pd.DataFrame:
+    def read(self, name: str, columns: list[str] | None = None) -> pd.DataFrame:
+        """A table, or only `columns` of it (without reading the others from disk)."""
         path = self.path(name)
         if not path.is_file():
             raise FileNotFoundError(f"table '{name}' not found in {self.base_dir}")
-        return pd.read_parquet(path)
+        return pd.read_parquet(path, columns=columns)
 
     def rows(self, name: str) -> int:
         """A table's row count, from the Parquet footer (without reading the table)."""

@@ -97,7 +97,9 @@ def run(ctx: StageContext) -> StageResult:
         summary += f"; {skipped} rows skipped (listed in stats.json)"
     if unmatched:
         summary += f"; {unmatched} files ignored (not matching input.file_pattern)"
-    changes = document_changes(ctx.read("input_documents") if ctx.store.has("input_documents") else None, table)
+    # the last run's documents by id and title only: their texts are not needed to tell what changed
+    previous = ctx.store.read("input_documents", ["id", "title"]) if ctx.store.has("input_documents") else None
+    changes = document_changes(previous, table)
     if changes:
         summary += "; since the last run: " + ", ".join(
             f"{len(names)} {kind}" + (f" ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})" if names else "")
