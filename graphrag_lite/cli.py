@@ -281,7 +281,10 @@ def prompt_tune(
         tuning, written = tune_project(cfg, settings, output or cfg.root_dir / "prompts", domain, limit, examples,
                                        seed)
         console.print(f"domain: {tuning.domain}\nentity types: {', '.join(tuning.entity_types)}\n"
-                      f"worked examples: {len(tuning.examples)}", highlight=False, markup=False)
+                      f"worked examples: {len(tuning.examples)}" +
+                      (f" ({tuning.unusable_examples} sample units gave no usable example; "
+                       "without one the packaged example stays)" if tuning.unusable_examples else ""),
+                      highlight=False, markup=False)
         for path in written:
             console.print(f"wrote {path}", highlight=False, markup=False)
         console.print(f"{settings} now names them and the entity types; next: "

@@ -50,6 +50,7 @@ class Tuning:
     domain: str
     entity_types: list[str]
     examples: list[tuple[str, ParsedReply]]  # (text, the records the model extracted from it)
+    unusable_examples: int = 0  # sample units whose extraction gave no usable example (another was tried)
 
 
 class TuningFailed(GraphragLiteError):
@@ -164,6 +165,7 @@ async def ask_tuning(gateway: Gateway, model_id: str, sample: list[str], domain:
     short = [t for t in whole if count_tokens(t, "o200k_base") <= EXAMPLE_TOKENS] or \
         [_cut(t, EXAMPLE_TOKENS) for t in whole]
     worked: list[tuple[str, ParsedReply]] = []
+    unusable = 0
     for text in short[:examples * 2]:  # a sample unit with too few names gives no example: try another
         if len(worked) == examples:
             break
@@ -173,9 +175,10 @@ async def ask_tuning(gateway: Gateway, model_id: str, sample: list[str], domain:
                                         parse=example_parser(text, types), step="example",
                                         max_tokens=EXAMPLE_ANSWER_TOKENS)
         except LLMCallError:
-            continue  # counted in the ledger; another sample unit may do
+            unusable += 1  # said in the command's output; another sample unit may do
+            continue
         worked.append((text, parsed.value))
-    return Tuning(domain, types, worked)
+    return Tuning(domain, types, worked, unusable)
 
 
 def _from_a_sentence_start(text: str) -> str:

@@ -10,7 +10,7 @@ import yaml
 
 from graphrag_lite.llm.structured import ParseError
 from graphrag_lite.prompt_tune import domain_parser, entity_types_parser, example_parser, set_setting
-from tests.conftest import REPO, make_project
+from tests.conftest import SAMPLE, make_project
 
 
 @pytest.mark.parametrize(("reply", "domain"), [
@@ -100,7 +100,7 @@ def test_a_setting_is_changed_in_its_line_and_comments_stay():
 
 def pepys_project(tmp_path: Path, chat: str = "fake/default") -> Path:
     # the fake's answers for 1,200-token units of this diary outgrow max_completion_tokens: 300, as the demo
-    return make_project(tmp_path, sorted((REPO / "input").glob("*.txt")), "chunking:\n  size: 300\n  overlap: 30\n",
+    return make_project(tmp_path, SAMPLE, "chunking:\n  size: 300\n  overlap: 30\n",
                         chat=chat)
 
 
@@ -136,3 +136,18 @@ def test_a_model_that_never_names_types_stops_the_tuning_and_nothing_is_written(
     result = cli("prompt-tune", "--root", root)
     assert result.exit_code == 4 and "the model's answer for the entity types could not be used" in result.output
     assert not (root / "prompts").exists() and (root / "settings.yaml").read_text(encoding="utf-8") == scripted
+
+
+def test_sample_units_that_give_no_usable_example_are_counted_and_the_packaged_example_stays(tmp_path: Path, cli):
+    root = pepys_project(tmp_path)
+    (root / "replies.yaml").write_text(yaml.safe_dump({"prompt_tune.domain": "A London diary",
+                                                       "prompt_tune.entity types": '["person", "place"]',
+                                                       "prompt_tune.example": ""}), encoding="utf-8")
+    settings = (root / "settings.yaml").read_text(encoding="utf-8")
+    (root / "settings.yaml").write_text(settings.replace("model: fake/default",
+                                                         f"model: fake/default?replies={root / 'replies.yaml'}"),
+                                        encoding="utf-8")
+    result = cli("prompt-tune", "--root", root, "--examples", "1")
+    assert result.exit_code == 0, result.output
+    assert "worked examples: 0 (2 sample units gave no usable example" in result.output
+    assert "Harbor Dynamics" in (root / "prompts" / "extract_graph.txt").read_text(encoding="utf-8")
