@@ -7,6 +7,7 @@ import shlex
 import time
 import traceback
 from collections.abc import Callable, Coroutine
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
@@ -89,6 +90,49 @@ def init(
                   highlight=False, markup=False)
 
 
+@dataclass(frozen=True)
+class RunOptions:
+    force: bool = False
+    from_stage: str | None = None
+    no_cache: bool = False
+    dry_run: bool = False
+
+
+def build_index(out: Console, root: Path, config: Path | None, set_: list[str], method: str | None,
+                options: RunOptions, update: bool = False) -> int:
+    """`index` and `update`: run the pipeline (or estimate it), and say how it ended; returns the exit code.
+    Over an existing index, what changed in the input is listed before any model call."""
+    from graphrag_lite.pipeline import configure, run_pipeline
+    from graphrag_lite.pipeline import dry_run as estimate_pipeline
+    from graphrag_lite.stages.load_documents import changes_since_last_run, describe_changes
+
+    cfg, pipeline = configure(root, config, set_, method)
+    changes = changes_since_last_run(cfg)
+    if update and changes is None:
+        raise MissingIndex(f"no index in {cfg.output.base_dir} to update; build it first with "
+                           f"`{index_command(root)}`")
+    verb = "Updating" if changes is not None else "Indexing"
+    out.print(f"{verb} with pipeline [bold]{pipeline.name}[/bold] ({' → '.join(s.name for s in pipeline.stages)})",
+              highlight=False)
+    if changes is not None:
+        out.print(f"Documents since the last run: {describe_changes(changes, shown=10)}", highlight=False)
+    if options.dry_run:
+        print_estimates(estimate_pipeline(cfg, pipeline, out))
+        return 0
+    started = time.perf_counter()
+    summary = run_pipeline(cfg, pipeline, out, force=options.force, from_stage=options.from_stage,
+                           use_cache=not options.no_cache)
+    print_run_end(out, summary, cfg.root_dir, time.perf_counter() - started)
+    if summary.problems:
+        out.print(f"[yellow]{summary.problems} problems[/yellow], listed in {summary.output_dir}/stats.json")
+    if summary.incomplete:
+        errors.print(f"[red]error:[/red] finished with failures in {describe_failures(summary)}. The tables are "
+                     "written and finished work is kept: run the same command to retry only what failed "
+                     f"(exit code {IndexIncomplete.exit_code})", highlight=False)
+        return IndexIncomplete.exit_code
+    return 0
+
+
 @app.command()
 def index(
     root: RootOption = Path("."),
@@ -107,30 +151,42 @@ def index(
                      ] = False,
     verbose: VerboseOption = False,
 ) -> None:
-    """Build (or resume) the index: runs the pipeline's stages, skipping those whose inputs are unchanged."""
-    from graphrag_lite.pipeline import configure, run_pipeline
-    from graphrag_lite.pipeline import dry_run as estimate_pipeline
-
+    """Build (or resume) the index: runs the pipeline's stages, skipping those whose inputs are unchanged.
+    Over an existing index this is an update (see `graphrag-lite update`)."""
     out = Console(quiet=True) if quiet else console
 
     def run() -> int:
-        cfg, pipeline = configure(root, config, set_ or [], method)
-        out.print(f"Indexing with pipeline [bold]{pipeline.name}[/bold] "
-                  f"({' → '.join(s.name for s in pipeline.stages)})", highlight=False)
-        if dry_run:
-            print_estimates(estimate_pipeline(cfg, pipeline, out))
-            return 0
-        started = time.perf_counter()
-        summary = run_pipeline(cfg, pipeline, out, force=force, from_stage=from_stage, use_cache=not no_cache)
-        print_run_end(out, summary, cfg.root_dir, time.perf_counter() - started)
-        if summary.problems:
-            out.print(f"[yellow]{summary.problems} problems[/yellow], listed in {summary.output_dir}/stats.json")
-        if summary.incomplete:
-            errors.print(f"[red]error:[/red] finished with failures in {describe_failures(summary)}. The tables are "
-                         "written and finished work is kept: run the same command to retry only what failed "
-                         f"(exit code {IndexIncomplete.exit_code})", highlight=False)
-            return IndexIncomplete.exit_code
-        return 0
+        return build_index(out, root, config, set_ or [], method, RunOptions(force, from_stage, no_cache, dry_run))
+
+    raise typer.Exit(_guarded(verbose, run))
+
+
+@app.command()
+def update(
+    root: RootOption = Path("."),
+    config: ConfigOption = None,
+    method: Annotated[str | None, typer.Option(
+        "--method", "-m", help="pipeline to run: standard, fast, or a pipeline file; default: settings' pipeline")
+    ] = None,
+    set_: SetOption = None,
+    no_cache: Annotated[bool, typer.Option("--no-cache", help="send every model call and keep no earlier report")
+                        ] = False,
+    dry_run: Annotated[bool, typer.Option("--dry-run", help="list what changed and estimate the update's model "
+                                          "calls, tokens and cost, without calling a model")] = False,
+    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="print errors only (the log file has the rest)")
+                     ] = False,
+    verbose: VerboseOption = False,
+) -> None:
+    """Update an existing index after documents were added, changed, renamed or deleted in the input folder.
+
+    Lists what changed before any model call, then extracts only new text units; what only deleted text
+    supported disappears; communities start from the last partition, and a community with the same members,
+    relationships and claims keeps its report. An interrupted update resumes when run again."""
+    out = Console(quiet=True) if quiet else console
+
+    def run() -> int:
+        return build_index(out, root, config, set_ or [], method, RunOptions(no_cache=no_cache, dry_run=dry_run),
+                           update=True)
 
     raise typer.Exit(_guarded(verbose, run))
 
@@ -719,10 +775,8 @@ SEARCH_METHODS = ("local", "global", "basic")
 def graphrag_style(args: list[str]) -> list[str]:
     """Microsoft GraphRAG's command lines as graphrag-lite's: `query "Q" --method local` is `query local "Q"`,
     `--dynamic-community-selection` the setting of that name, `index --method standard-update` the standard
-    method (an index re-runs only what changed); `update` is `index`. Other arguments pass unchanged."""
-    if args[:1] == ["update"]:
-        args = ["index", *args[1:]]
-    if args[:1] == ["index"]:
+    method (an index re-runs only what changed), and so for `update`. Other arguments pass unchanged."""
+    if args[:1] in (["index"], ["update"]):
         return [a.removesuffix("-update") if a in ("standard-update", "fast-update") else a for a in args]
     if args[:1] != ["query"] or (args[1:2] and args[1] in SEARCH_METHODS):
         return args

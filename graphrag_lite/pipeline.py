@@ -49,6 +49,7 @@ from graphrag_lite.storage import OutputLock, OutputStore, link_or_copy, read_js
 
 if TYPE_CHECKING:
     from graphrag_lite.estimate import CallEstimate
+    from graphrag_lite.llm.cache import AnswerCache
     from graphrag_lite.llm.gateway import Gateway
 
 STATE_FILE = "pipeline_state.json"
@@ -82,6 +83,16 @@ class StageContext:
 
     def read(self, table: str) -> pd.DataFrame:
         return self.store.read(table)
+
+    def previous(self, table: str, columns: list[str] | None = None) -> pd.DataFrame | None:
+        """What the last run left of a table this stage writes (its outputs are written only after it
+        returns), or None on a first run: an update keeps the numbers, communities and reports it can."""
+        return self.store.read(table, columns) if self.store.has(table) else None
+
+    def previous_numbers(self, table: str) -> dict[str, int] | None:
+        """The last run's human_readable_id of each row id of `table`, for `ids.kept_numbers`."""
+        previous = self.previous(table, ["id", "human_readable_id"])
+        return None if previous is None else dict(zip(previous["id"], previous["human_readable_id"], strict=True))
 
     @contextlib.contextmanager
     def bar(self, total: int | None, what: str) -> Iterator[Callable[[], None]]:
@@ -331,6 +342,23 @@ class ModelAccess:
         self._config = config
         self._use_cache = use_cache
         self._gateway: Gateway | None = None
+        self._cache: AnswerCache | None = None  # opened without the gateway, for model-free stages
+
+    def cache(self) -> AnswerCache | None:
+        """The answer cache (None with --no-cache or cache.enabled: false), also for what a model-free stage
+        remembers (communities by component), without importing LiteLLM."""
+        if self._gateway is not None:
+            return self._gateway.cache
+        if self._cache is None and self._use_cache and self._config.cache.enabled:
+            from graphrag_lite.llm.cache import AnswerCache
+
+            self._cache = AnswerCache(self._config.cache.base_dir)
+        return self._cache
+
+    @property
+    def use_cache(self) -> bool:
+        """False with --no-cache: every answer is asked for again, and no earlier answer is kept."""
+        return self._use_cache
 
     def gateway(self) -> Gateway:
         if self._gateway is None:
@@ -347,6 +375,8 @@ class ModelAccess:
         return totals if totals["calls"] or totals["failed_attempts"] else None
 
     def close(self) -> None:
+        if self._cache is not None:
+            self._cache.close()
         if self._gateway is not None:
             write_spend(self._config.output.base_dir, self._gateway.ledger)
             self._gateway.close()
@@ -468,11 +498,31 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
             status = "completed with failures"
         stats["status"] = status
         stats["llm"] = models.totals()
+        if (update := update_record(stats["stages"], stats["llm"])) is not None:
+            stats["update"] = update
         _write_stats(store, stats, run_started)
         models.close()
     problems = sum(len(s.get("problems", [])) for s in stats["stages"].values())
     return RunSummary(status=status, stages=stats["stages"], output_dir=store.base_dir, problems=problems,
                       llm=stats["llm"], incomplete=incomplete)
+
+
+def update_record(stages: dict[str, Any], llm: dict[str, Any] | None) -> dict[str, Any] | None:
+    """What a run over an existing index changed, for stats.json: documents added, changed, deleted and
+    renamed, text units new and removed, reports written and kept, and the model calls it cost (None when
+    the input was not read again, or on a first run)."""
+    changes = stages.get("load_documents", {}).get("details", {}).get("documents_since_last_run")
+    if not changes:
+        return None
+    units = stages.get("chunk_text", {}).get("details", {})
+    reports: dict[str, Any] = next((s["details"] for name, s in stages.items() if name.startswith("community_reports")
+                    and "details" in s), {})
+    return {"documents": {kind: len(names) for kind, names in changes.items()},
+            "documents_listed": changes,
+            "text_units": {key: units[key] for key in ("new_text_units", "removed_text_units") if key in units},
+            "reports": {key: reports[key] for key in ("reports_written", "reports_kept") if key in reports},
+            "llm": {"calls_sent": (llm or {}).get("calls", 0) - (llm or {}).get("cache_hits", 0),
+                    "cache_hits": (llm or {}).get("cache_hits", 0), "cost_usd": (llm or {}).get("cost_usd", 0.0)}}
 
 
 LOG = logging.getLogger("graphrag_lite")

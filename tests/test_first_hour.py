@@ -195,7 +195,7 @@ def test_graphrag_command_lines_are_read_as_graphrag_lite_ones():
     assert graphrag_style(["query", "-m", "basic", "Who?"]) == ["query", "basic", "Who?"]
     assert graphrag_style(["query", "What themes?", "--dynamic-community-selection"]) == [
         "query", "global", "What themes?", "--set", "global_search.dynamic_community_selection=true"]
-    assert graphrag_style(["update", "--root", "p", "--method", "fast-update"]) == ["index", "--root", "p",
+    assert graphrag_style(["update", "--root", "p", "--method", "fast-update"]) == ["update", "--root", "p",
                                                                                    "--method", "fast"]
     assert graphrag_style(["query", "local", "Who?"]) == ["query", "local", "Who?"]  # graphrag-lite's own
     assert graphrag_style(["query", "--help"]) == ["query", "--help"]
@@ -209,6 +209,8 @@ def test_graphrag_commands_work_from_init_to_query_with_data_elsewhere(tmp_path:
     root = tmp_path / "project"
     assert cli("init", "--root", root).exit_code == 0 and (root / "settings.yaml").is_file()
     add_inputs(root, SAMPLE)
+    assert cli(*graphrag_style(["update", "--root", str(root)])).exit_code == 2  # no index yet to update
+    assert cli(*graphrag_style(["index", "--root", str(root), "--method", "fast"])).exit_code == 0
     assert cli(*graphrag_style(["update", "--root", str(root), "--method", "fast-update"])).exit_code == 0
     (root / "output").rename(tmp_path / "moved")  # the index, its LanceDB folder inside it
     asked = cli(*graphrag_style(["query", "Who went to Woolwich with Sir W. Pen?", "--root", str(root),

@@ -15,6 +15,7 @@ import pandas as pd
 
 from graphrag_lite.config import ChunkingConfig
 from graphrag_lite.errors import ConfigError
+from graphrag_lite.ids import kept_numbers
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 from graphrag_lite.tokens import get_encoding, token_byte_lengths
 
@@ -25,6 +26,12 @@ def run(ctx: StageContext) -> StageResult:
     documents = ctx.read("input_documents")
     cfg = ctx.config.chunking
     text_units = chunk_documents(documents, cfg)
+    previous = ctx.previous_numbers("base_text_units")
+    text_units["human_readable_id"] = kept_numbers(text_units["id"], previous)
+    # in the order of their numbers, so a renamed or moved document leaves the table as it was
+    text_units = text_units.sort_values("human_readable_id", kind="stable").reset_index(drop=True)
+    new = int((~text_units["id"].isin(set(previous or {}))).sum())
+    removed = len(set(previous or {}) - set(text_units["id"]))
     unit_ids = text_units.groupby("document_id", sort=False)["id"].agg(list)
     final_documents = documents.assign(text_unit_ids=pd.Series(
         [unit_ids.get(doc_id, []) for doc_id in documents["id"]], index=documents.index, dtype=object))
@@ -35,7 +42,7 @@ def run(ctx: StageContext) -> StageResult:
         tables={"base_text_units": text_units, "documents": final_documents},
         summary=f"{len(documents)} documents -> {len(text_units)} text units ({tokens:,} tokens, "
                 f"size {cfg.size}, overlap {cfg.overlap}, {cfg.encoding_model})",
-        details={"tokens": tokens},
+        details={"tokens": tokens, **({"new_text_units": new, "removed_text_units": removed} if previous else {})},
     )
 
 

@@ -8,7 +8,7 @@ from collections import defaultdict
 import pandas as pd
 
 from graphrag_lite.graph.resolution import normalize_name
-from graphrag_lite.ids import stable_id
+from graphrag_lite.ids import kept_numbers, stable_id
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 
 COVARIATE_COLUMNS = ["id", "human_readable_id", "covariate_type", "type", "description", "subject_id", "object_id",
@@ -18,6 +18,7 @@ COVARIATE_COLUMNS = ["id", "human_readable_id", "covariate_type", "type", "descr
 def run(ctx: StageContext) -> StageResult:
     text_units, covariates = finalize(ctx.read("base_text_units"), ctx.read("entities"), ctx.read("relationships"),
                                       ctx.read("raw_claims"), ctx.read("entity_aliases"))
+    covariates["human_readable_id"] = kept_numbers(covariates["id"], ctx.previous_numbers("covariates"))
     linked = int((text_units["entity_ids"].map(len) > 0).sum())
     return StageResult(
         tables={"text_units": text_units, "covariates": covariates},

@@ -24,6 +24,7 @@ import hashlib
 import io
 import json
 import re
+from collections.abc import Callable, Iterable
 from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 from pathlib import Path
@@ -33,7 +34,9 @@ import pandas as pd
 
 from graphrag_lite.config import GraphRagConfig, InputConfig
 from graphrag_lite.errors import InputError
+from graphrag_lite.ids import kept_numbers
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
+from graphrag_lite.storage import OutputStore
 from graphrag_lite.tables import records
 
 TEXT_SUFFIXES = {".txt", ".md"}
@@ -73,11 +76,46 @@ class InputProblem:
 
 def run(ctx: StageContext) -> StageResult:
     cfg = ctx.config.input
+    loaded = read_documents(cfg, lambda files: ctx.track(files, total=len(files), what="files"))
+    table, files, dropped, problems = loaded.table, loaded.files, loaded.dropped, loaded.problems
+    summary = f"{len(files)} files -> {len(table)} documents"
+    if dropped:
+        summary += f"; {len(dropped)} files dropped: {', '.join(dropped)} (why below and in stats.json)"
+    if skipped := len(problems) - len(dropped):
+        summary += f"; {skipped} rows skipped (listed in stats.json)"
+    if loaded.unmatched:
+        summary += f"; {loaded.unmatched} files ignored (not matching input.file_pattern)"
+    # the last run's documents by id, number and title only: their texts are not needed to tell what changed
+    previous = ctx.previous("input_documents", ["id", "human_readable_id", "title"])
+    if previous is not None:
+        table["human_readable_id"] = kept_numbers(table["id"], dict(zip(previous["id"], previous["human_readable_id"],
+                                                                        strict=True)))
+        table = table.sort_values("human_readable_id", kind="stable").reset_index(drop=True)
+    changes = document_changes(previous, table)
+    if changes:
+        summary += "; since the last run: " + describe_changes(changes)
+    return StageResult(tables={"input_documents": table}, summary=summary,
+                       problems=[str(p) for p in problems],
+                       details={"files": len(files), "files_dropped": len(dropped),
+                                "files_not_matching_pattern": loaded.unmatched, "documents_since_last_run": changes})
+
+
+@dataclass
+class LoadedInput:
+    table: pd.DataFrame  # input_documents, numbered 0, 1, 2, ...
+    files: list[Path]
+    dropped: list[str]  # files that gave no document
+    problems: list[InputProblem]  # dropped files first
+    unmatched: int  # files not matching input.file_pattern
+
+
+def read_documents(cfg: InputConfig, track: Callable[[list[Path]], Iterable[Path]]) -> LoadedInput:
+    """Every input file read, checked and turned into documents; `track` wraps the files in a progress bar."""
     files, unmatched = list_input_files(cfg)
     raw: list[RawDocument] = []
     problems: list[InputProblem] = []
     origin: dict[str, str] = {}  # document source -> its file, to find the files that gave no document
-    for path in ctx.track(files, total=len(files), what="files"):
+    for path in track(files):
         documents, file_problems = read_input_file(path, cfg)
         origin.update((doc.source, path.relative_to(cfg.base_dir).as_posix()) for doc in documents)
         raw.extend(documents)
@@ -89,25 +127,22 @@ def run(ctx: StageContext) -> StageResult:
     duplicated = {p.source for p in duplicates}
     kept = {origin[doc.source] for doc in raw if doc.source not in duplicated}
     dropped = [name for name in (f.relative_to(cfg.base_dir).as_posix() for f in files) if name not in kept]
-    problems = dropped_files_first(dropped, problems)
-    summary = f"{len(files)} files -> {len(table)} documents"
-    if dropped:
-        summary += f"; {len(dropped)} files dropped: {', '.join(dropped)} (why below and in stats.json)"
-    if skipped := len(problems) - len(dropped):
-        summary += f"; {skipped} rows skipped (listed in stats.json)"
-    if unmatched:
-        summary += f"; {unmatched} files ignored (not matching input.file_pattern)"
-    # the last run's documents by id and title only: their texts are not needed to tell what changed
-    previous = ctx.store.read("input_documents", ["id", "title"]) if ctx.store.has("input_documents") else None
-    changes = document_changes(previous, table)
-    if changes:
-        summary += "; since the last run: " + ", ".join(
-            f"{len(names)} {kind}" + (f" ({', '.join(names[:3])}{', ...' if len(names) > 3 else ''})" if names else "")
-            for kind, names in changes.items())
-    return StageResult(tables={"input_documents": table}, summary=summary,
-                       problems=[str(p) for p in problems],
-                       details={"files": len(files), "files_dropped": len(dropped),
-                                "files_not_matching_pattern": unmatched, "documents_since_last_run": changes})
+    return LoadedInput(table, files, dropped, dropped_files_first(dropped, problems), unmatched)
+
+
+def changes_since_last_run(config: GraphRagConfig) -> dict[str, list[str]] | None:
+    """What `update` will find, before any stage runs: the input's documents against the last run's (None
+    when there is no index yet)."""
+    store = OutputStore(config.output.base_dir)
+    if not store.has("input_documents"):
+        return None
+    return document_changes(store.read("input_documents", ["id", "title"]), read_documents(config.input, iter).table)
+
+
+def describe_changes(changes: dict[str, list[str]], shown: int = 3) -> str:
+    """'1 added (a.txt), 0 changed, ...': the counts, and the first few titles of each kind."""
+    return ", ".join(f"{len(names)} {kind}" + (f" ({', '.join(names[:shown])}{', ...' if len(names) > shown else ''})"
+                                               if names else "") for kind, names in changes.items())
 
 
 def document_changes(previous: pd.DataFrame | None, current: pd.DataFrame) -> dict[str, list[str]]:
