@@ -4,12 +4,13 @@ communities, and the final `entities`, `relationships` and `communities` tables 
 from __future__ import annotations
 
 import itertools
+from dataclasses import dataclass
 from datetime import UTC, datetime
 
 import pandas as pd
 
-from graphrag_lite.graph.cluster import Community, build_graph, hierarchical_leiden
-from graphrag_lite.ids import stable_id
+from graphrag_lite.graph.cluster import Community, Memo, Previous, build_graph, hierarchical_leiden
+from graphrag_lite.ids import kept_numbers, stable_id
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 
 COMMUNITY_COLUMNS = ["id", "human_readable_id", "community", "level", "parent", "children", "title", "entity_ids",
@@ -20,7 +21,9 @@ def run(ctx: StageContext) -> StageResult:
     cfg = ctx.config.cluster_graph
     entities, relationships, communities = finalize_graph(ctx.read("summarized_entities"),
                                                           ctx.read("summarized_relationships"),
-                                                          cfg.max_cluster_size, cfg.seed, cfg.use_lcc)
+                                                          cfg.max_cluster_size, cfg.seed, cfg.use_lcc,
+                                                          previous_run(ctx), ctx.models.cache())
+    kept = kept_communities(ctx.previous("communities", ["id"]), communities)
     levels = communities.groupby("level").size().to_dict() if len(communities) else {}
     clustered = len({e for members in communities.loc[communities["level"] == 0, "entity_ids"] for e in members}) \
         if len(communities) else 0
@@ -39,15 +42,40 @@ def run(ctx: StageContext) -> StageResult:
         problems=problems,
         summary=f"{len(entities)} entities, {len(relationships)} relationships, {len(communities)} communities "
                 f"({', '.join(f'level {lvl}: {n}' for lvl, n in levels.items()) or 'no edges to cluster'}); "
-                f"{clustered} of {len(entities)} entities in communities",
+                f"{clustered} of {len(entities)} entities in communities"
+                + (f"; {kept} communities as in the last run" if kept is not None else ""),
         details={"communities_per_level": {str(k): int(v) for k, v in levels.items()},
-                 "entities_in_communities": clustered},
+                 "entities_in_communities": clustered,
+                 **({"communities_kept": kept} if kept is not None else {})},
         complete=not entities.empty,  # an index with no entity is not usable: the run ends with an error
     )
 
 
+@dataclass
+class PreviousRun:
+    """What the last run numbered and clustered, so an update keeps it where the graph did not change."""
+    entity_numbers: dict[str, int] | None = None
+    relationship_numbers: dict[str, int] | None = None
+    communities: Previous | None = None
+
+
+def previous_run(ctx: StageContext) -> PreviousRun:
+    communities = ctx.previous("communities", ["level", "community", "entity_ids"])
+    rows = [] if communities is None else list(zip(communities["level"], communities["community"],
+                                                     communities["entity_ids"], strict=True))
+    return PreviousRun(ctx.previous_numbers("entities"), ctx.previous_numbers("relationships"),
+                       Previous.from_rows([(int(lvl), int(n), list(ids)) for lvl, n, ids in rows]) if rows else None)
+
+
+def kept_communities(previous: pd.DataFrame | None, communities: pd.DataFrame) -> int | None:
+    """How many communities have the same id (level and members) as in the last run; None on a first run."""
+    return None if previous is None else int(communities["id"].isin(set(previous["id"])).sum())
+
+
 def finalize_graph(entities: pd.DataFrame, relationships: pd.DataFrame, max_cluster_size: int, seed: int,
-                   use_lcc: bool) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+                   use_lcc: bool, previous: PreviousRun | None = None, memo: Memo | None = None
+                   ) -> tuple[pd.DataFrame, pd.DataFrame, pd.DataFrame]:
+    previous = previous or PreviousRun()
     entities = entities.sort_values("title", kind="stable").reset_index(drop=True)
     index = {title: i for i, title in enumerate(entities["title"])}
     edges = [(index[s], index[t]) for s, t in zip(relationships["source"], relationships["target"], strict=True)]
@@ -55,20 +83,23 @@ def finalize_graph(entities: pd.DataFrame, relationships: pd.DataFrame, max_clus
     degree = graph.degree()  # merge_graph leaves one edge per pair, so this counts distinct neighbours
 
     entity_ids = [stable_id("entity", t) for t in entities["title"]]
-    entities = entities.assign(id=entity_ids, human_readable_id=range(len(entities)), degree=degree)
+    entities = entities.assign(id=entity_ids, human_readable_id=kept_numbers(entity_ids, previous.entity_numbers),
+                               degree=degree)
     entities = entities[["id", "human_readable_id", "title", "type", "description", "text_unit_ids", "frequency",
                          "degree", "other_types"]]
 
     relationships = relationships.reset_index(drop=True)
+    relationship_ids = [stable_id("relationship", s, t) for s, t in zip(relationships["source"],
+                                                                         relationships["target"], strict=True)]
     relationships = relationships.assign(
-        id=[stable_id("relationship", s, t) for s, t in zip(relationships["source"], relationships["target"],
-                                                            strict=True)],
-        human_readable_id=range(len(relationships)),
+        id=relationship_ids,
+        human_readable_id=kept_numbers(relationship_ids, previous.relationship_numbers),
         combined_degree=[degree[a] + degree[b] for a, b in edges],
     )[["id", "human_readable_id", "source", "target", "description", "weight", "combined_degree", "text_unit_ids"]]
 
     tree = hierarchical_leiden(graph, max_cluster_size, seed, use_lcc,
-                               loose_groups(entities["text_unit_ids"].tolist(), degree, max_cluster_size))
+                               loose_groups(entities["text_unit_ids"].tolist(), degree, max_cluster_size),
+                               names=entity_ids, previous=previous.communities, memo=memo)
     communities = community_table(tree, entity_ids, edges, relationships)
     return entities, relationships, communities
 
@@ -105,7 +136,8 @@ def community_table(tree: list[Community], entity_ids: list[str], edges: list[tu
         rows.append((stable_id("community", node.level, *sorted(member_ids)), node.community, node.community,
                      node.level, node.parent, node.children, f"Community {node.community}", member_ids,
                      [rel_ids[i] for i in inside[node.community]], units, period, len(member_ids)))
-    return pd.DataFrame(rows, columns=COMMUNITY_COLUMNS)
+    table = pd.DataFrame(rows, columns=COMMUNITY_COLUMNS)
+    return table.sort_values(["level", "community"], kind="stable").reset_index(drop=True)
 
 
 STAGE = Stage(
