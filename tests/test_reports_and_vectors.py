@@ -170,7 +170,10 @@ def test_failed_reports_are_recorded_and_only_they_are_retried(tmp_path):
     assert second.exit_code == 0
     stats = json.loads((root / "output" / "stats.json").read_text())["stages"]["community_reports"]
     assert (table(root, "community_reports")["status"] == "ok").all()
-    assert stats["llm"]["cache_hits"] == len(reports) - len(failed)  # the good ones came from the cache
+    assert stats["details"]["reports_kept"] == len(reports) - len(failed)  # the good ones are kept as they were
+    assert (table(root, "community_reports").set_index("id").loc[reports.loc[reports["status"] == "ok", "id"],
+                                                                  "full_content"]
+            == reports.loc[reports["status"] == "ok"].set_index("id")["full_content"]).all()
     assert stats["llm"]["calls"] - stats["llm"]["cache_hits"] == len(failed)
 
 

@@ -28,7 +28,7 @@ from graphrag_lite.prompts import fill, section_prompt
 
 REPORT_COLUMNS = ["id", "human_readable_id", "community", "level", "parent", "children", "title", "summary",
                   "full_content", "rank", "rating_explanation", "findings", "full_content_json", "period", "size",
-                  "status"]
+                  "status", "inputs_digest"]
 
 
 class Finding(BaseModel):
@@ -67,48 +67,97 @@ def run(ctx: StageContext) -> StageResult:
                              cfg.max_input_length)
     template = section_prompt(cfg, required=("input_text",))
     template = fill(template, max_report_length=cfg.max_length)
+    model = ctx.config.models[cfg.model_id]
+    writer = ReportWriter(ctx.llm if len(communities) else None, cfg.model_id, template, builder,
+                          previous_reports(ctx), salt=f"{model.model}|{model.call_args}|{template}")
     with ctx.bar(len(communities), "reports") as advance:
-        rows, contexts = generate_reports(ctx.llm if len(communities) else None, cfg.model_id, template, builder,
-                                          communities, advance)
+        rows, contexts = writer.generate(communities, advance)
     table = pd.DataFrame(rows, columns=REPORT_COLUMNS).sort_values("community").reset_index(drop=True)
     failed = table[table["status"] != "ok"]
     substituted = sum(bool(c.substituted) for c in contexts.values())
+    kept = f"{writer.kept} kept from the last run (same members, relationships and claims), " if writer.kept else ""
     return StageResult(
         tables={"community_reports": table},
-        summary=f"{len(table) - len(failed)} of {len(table)} communities reported; {substituted} contexts used "
-                f"sub-community reports, {sum(c.truncated for c in contexts.values())} were cut to fit",
+        summary=f"{len(table) - len(failed)} of {len(table)} communities reported ({kept}{writer.written} "
+                f"written); {substituted} contexts used sub-community reports, "
+                f"{sum(c.truncated for c in contexts.values())} were cut to fit",
         problems=[f"community {c}: report failed: {s}" for c, s in zip(failed["community"], failed["status"],
                                                                        strict=True)],
-        details={"substituted_contexts": substituted, "failed_reports": len(failed),
+        details={"substituted_contexts": substituted, "failed_reports": len(failed), "reports_kept": writer.kept,
+                 "reports_written": writer.written,
                  "context_tokens_max": max((c.tokens for c in contexts.values()), default=0)},
         complete=failed.empty,
     )
 
 
-def generate_reports(gateway: Gateway | None, model_id: str, template: str, builder: ContextBuilder,
-                     communities: pd.DataFrame, advance: Callable[[], None]
-                     ) -> tuple[list[tuple[Any, ...]], dict[int, Context]]:
-    by_level: dict[int, list[dict[str, Any]]] = {}
-    for record in ({str(k): v for k, v in r.items()} for r in communities.to_dict("records")):
-        by_level.setdefault(int(record["level"]), []).append(record)
-    written: dict[int, ChildReport] = {}
-    rows: list[tuple[Any, ...]] = []
-    contexts: dict[int, Context] = {}
-    for level in sorted(by_level, reverse=True):  # deepest first: parents can use their children's reports
-        level_contexts = {int(r["community"]): builder.build(
-            list(r["entity_ids"]), list(r["relationship_ids"]),
-            [written[int(c)] for c in r["children"] if int(c) in written]) for r in by_level[level]}
-        contexts.update(level_contexts)
-        assert gateway is not None
-        results = asyncio.run(_write_level(gateway, model_id, template, level_contexts, advance))
-        for record in by_level[level]:
+def previous_reports(ctx: StageContext) -> dict[str, dict[str, Any]]:
+    """The last run's good reports by what they were written from (facts, model and prompt); none with
+    --no-cache, which asks for everything again."""
+    previous = ctx.previous("community_reports")
+    if previous is None or not ctx.models.use_cache or "inputs_digest" not in previous:
+        return {}
+    good = previous[previous["status"] == "ok"]
+    return {digest: {str(k): v for k, v in row.items()}
+            for digest, row in zip(good["inputs_digest"], good.to_dict("records"), strict=True)}
+
+
+class ReportWriter:
+    """Writes the reports level by level, deepest first, keeping a previous report whose community was
+    written from the same facts."""
+
+    def __init__(self, gateway: Gateway | None, model_id: str, template: str, builder: ContextBuilder,
+                 previous: dict[str, dict[str, Any]], salt: str) -> None:
+        self.gateway, self.model_id, self.template, self.builder = gateway, model_id, template, builder
+        self.previous, self.salt = previous, salt  # salt: the model and prompt, part of every digest
+        self.kept = self.written = 0
+
+    def generate(self, communities: pd.DataFrame, advance: Callable[[], None]
+                 ) -> tuple[list[tuple[Any, ...]], dict[int, Context]]:
+        by_level: dict[int, list[dict[str, Any]]] = {}
+        for record in ({str(k): v for k, v in r.items()} for r in communities.to_dict("records")):
+            by_level.setdefault(int(record["level"]), []).append(record)
+        written: dict[int, ChildReport] = {}
+        rows: list[tuple[Any, ...]] = []
+        contexts: dict[int, Context] = {}
+        for level in sorted(by_level, reverse=True):  # deepest first: parents can use their children's reports
+            level_rows = self._level(by_level[level], written, contexts, advance)
+            rows += level_rows
+            for record, row in zip(by_level[level], level_rows, strict=True):
+                if row[-2] == "ok":  # status
+                    written[int(record["community"])] = ChildReport(
+                        int(record["community"]), int(record["size"]), frozenset(record["entity_ids"]),
+                        self.builder.report_row(int(record["community"]), row[6], row[8]))  # title, full_content
+        return rows, contexts
+
+    def _level(self, records: list[dict[str, Any]], written: dict[int, ChildReport], contexts: dict[int, Context],
+               advance: Callable[[], None]) -> list[tuple[Any, ...]]:
+        digests: dict[int, str] = {}
+        to_write: dict[int, Context] = {}
+        for r in records:
+            number = int(r["community"])
+            children = [written[int(c)] for c in r["children"] if int(c) in written]
+            context = self.builder.build(list(r["entity_ids"]), list(r["relationship_ids"]), children)
+            contexts[number] = context
+            digests[number] = self.builder.digest(list(r["entity_ids"]), list(r["relationship_ids"]), context,
+                                                  children, self.salt)
+            if digests[number] not in self.previous:
+                to_write[number] = context
+        results = {}
+        if to_write:
+            assert self.gateway is not None
+            results = asyncio.run(_write_level(self.gateway, self.model_id, self.template, to_write, advance))
+        self.written += len(to_write)
+        self.kept += len(records) - len(to_write)
+        rows = []
+        for record in records:
             number = int(record["community"])
-            report, status = results[number]
-            rows.append(report_row(record, report, status))
-            if report is not None:
-                written[number] = ChildReport(number, int(record["size"]), frozenset(record["entity_ids"]),
-                                              builder.report_row(number, report.title, full_content(report)))
-    return rows, contexts
+            kept = self.previous.get(digests[number])
+            if number not in to_write and kept is not None:
+                advance()
+                rows.append(kept_row(record, kept, digests[number]))
+            else:
+                rows.append(report_row(record, *results[number], digests[number]))
+        return rows
 
 
 async def _write_level(gateway: Gateway, model_id: str, template: str, contexts: dict[int, Context],
@@ -128,7 +177,15 @@ async def _write_level(gateway: Gateway, model_id: str, template: str, contexts:
     return dict(await gather_all(one(c, ctx) for c, ctx in contexts.items()))
 
 
-def report_row(record: dict[str, Any], report: Report | None, status: str) -> tuple[Any, ...]:
+def kept_row(record: dict[str, Any], kept: dict[str, Any], digest: str) -> tuple[Any, ...]:
+    """A previous report as it was, in its community's place now (number, parent, children, size)."""
+    number = int(record["community"])
+    return (stable_id("community_report", record["id"]), number, number, int(record["level"]),
+            int(record["parent"]), [int(c) for c in record["children"]],
+            *(kept[c] for c in REPORT_COLUMNS[6:-3]), int(record["size"]), "ok", digest)
+
+
+def report_row(record: dict[str, Any], report: Report | None, status: str, digest: str) -> tuple[Any, ...]:
     number = int(record["community"])
     children = [int(c) for c in record["children"]]
     period = datetime.now(UTC).date().isoformat()
@@ -136,11 +193,11 @@ def report_row(record: dict[str, Any], report: Report | None, status: str) -> tu
             children)
     if report is None:  # kept, so queries can tell the report is missing and a re-run knows what to redo
         return (*base, f"Community {number} (report missing)", "", "", float("nan"), "", [], "", period,
-                int(record["size"]), status)
+                int(record["size"]), status, digest)
     findings = [f.model_dump() for f in report.findings]
     return (*base, report.title, report.summary, full_content(report), float(report.rating),
             report.rating_explanation, findings, json.dumps(report.model_dump(), ensure_ascii=False), period,
-            int(record["size"]), status)
+            int(record["size"]), status, digest)
 
 
 STAGE = Stage(

@@ -64,7 +64,7 @@ def extractive_reports(communities: pd.DataFrame, entities: pd.DataFrame, relati
                         summary=summary, rating=rating,
                         rating_explanation=f"{size} entities with {edges} relationships among them",
                         findings=findings)
-        rows.append(report_row(record, report, "ok"))
+        rows.append(report_row(record, report, "ok", digest=""))
         advance()
     return pd.DataFrame(rows, columns=REPORT_COLUMNS).sort_values("community").reset_index(drop=True)
 
