@@ -2,19 +2,34 @@
 
 Texts go to the embedding model through the gateway (batched by count and tokens, cached per text). With no
 embedding model (embed_text.model_id: null, as in the fast method) the tables get full-text indexes only.
+
+A re-run updates the tables in place: only the texts of new or changed rows are embedded (even with the
+answer cache off), unchanged rows keep their stored vectors, and rows that are gone are deleted. When the
+manifest names another embedding model, or the model now returns vectors of another dimension, every table is
+rebuilt and re-embedded: vectors of two models are never mixed in one index.
 """
 
 from __future__ import annotations
 
 import asyncio
 import hashlib
+from typing import Any
 
 import pandas as pd
 
 from graphrag_lite.config import GraphRagConfig
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 from graphrag_lite.storage import read_json, write_json
-from graphrag_lite.vector_store import MANIFEST, TABLES, connect, texts_for, write_table
+from graphrag_lite.vector_store import (
+    MANIFEST,
+    TABLES,
+    TableUpdate,
+    apply_update,
+    connect,
+    plan_update,
+    read_manifest,
+    texts_for,
+)
 
 
 def run(ctx: StageContext) -> StageResult:
@@ -22,24 +37,70 @@ def run(ctx: StageContext) -> StageResult:
     contents = texts_for(ctx.read("entities"), ctx.read("text_units"), ctx.read("community_reports"))
     db = connect(ctx.config.vector_store.db_uri)
     model = ctx.config.models[cfg.model_id].model if cfg.model_id else None
-    dimension = None
-    counts = {}
+    dimension = reusable_dimension(ctx.config, model)
+    updates = plan(db, contents, dimension, rebuild=model is not None and dimension is None)
+    vectors = embed_added(ctx, contents, updates, {}, dimension)
+    fresh = next((len(v[0]) for v in vectors.values() if v), None)
+    if fresh is not None and fresh != dimension and not all(u.rebuilt for u in updates.values()):
+        # same model name, other vectors (e.g. its `dimensions` call argument changed): start again
+        known = {contents[n][1][k]: v for n, u in updates.items() for k, v in zip(u.add, vectors[n] or [], strict=True)}
+        updates = plan(db, contents, None, rebuild=True)
+        vectors = embed_added(ctx, contents, updates, known, fresh)
+    if model is not None:
+        dimension = fresh if fresh is not None else dimension
     for name in ctx.track(TABLES, len(TABLES), "LanceDB tables"):
-        ids, texts = contents[name]
-        vectors = None
-        if cfg.model_id and texts:
-            vectors = asyncio.run(ctx.llm.embed(cfg.model_id, texts, stage="embed_text", batch_size=cfg.batch_size,
-                                                batch_max_tokens=cfg.batch_max_tokens))
-            dimension = len(vectors[0])
-        write_table(db, name, ids, texts, vectors)
-        counts[name] = len(ids)
+        apply_update(db, name, *contents[name], updates[name], vectors[name])
+    counts = {name: len(contents[name][0]) for name in TABLES}
+    first = read_manifest(ctx.config.output.base_dir) is None
     manifest = {"model": model, "dimension": dimension, "db_uri": ctx.config.vector_store.db_uri, "tables": counts}
     write_json(ctx.config.output.base_dir / MANIFEST, manifest)
     what = f"vectors ({model}, {dimension} dimensions) and full-text indexes" if model else "full-text indexes only"
     return StageResult(
         tables={"embeddings": pd.DataFrame([{"table": t, "rows": n} for t, n in counts.items()])},
-        summary=f"LanceDB {', '.join(f'{t} ({n})' for t, n in counts.items())}: {what}",
+        summary=f"LanceDB {', '.join(describe(t, n, updates[t], first) for t, n in counts.items())}: {what}",
+        details={name: update.counts() for name, update in updates.items()},
     )
+
+
+def reusable_dimension(config: GraphRagConfig, model: str | None) -> int | None:
+    """The dimension of the stored vectors when they can be kept: the manifest names this embedding model and
+    this LanceDB; None otherwise (and always without a model: the tables then have no vectors)."""
+    manifest = read_manifest(config.output.base_dir)
+    if model is None or manifest is None or manifest.get("model") != model:
+        return None
+    if manifest.get("db_uri") != config.vector_store.db_uri:
+        return None
+    return manifest.get("dimension")
+
+
+def plan(db: Any, contents: dict[str, tuple[list, list]], dimension: int | None,
+         rebuild: bool) -> dict[str, TableUpdate]:
+    return {name: plan_update(db, name, *contents[name], dimension, rebuild=rebuild) for name in TABLES}
+
+
+def embed_added(ctx: StageContext, contents: dict[str, tuple[list, list]], updates: dict[str, TableUpdate],
+                known: dict[str, list[float]], dimension: int | None) -> dict[str, list[list[float]] | None]:
+    """Vectors of the rows each table adds (None per table without an embedding model), in one gateway call
+    so they all have one dimension (`dimension`, when known, also sets cached vectors of another size aside);
+    `known`: vectors already in hand, by text, not sent again."""
+    cfg = ctx.config.embed_text
+    if cfg.model_id is None:
+        return dict.fromkeys(TABLES)
+    wanted = {n: [contents[n][1][k] for k in updates[n].add] for n in TABLES}
+    missing = list(dict.fromkeys(t for texts in wanted.values() for t in texts if t not in known))
+    if missing:
+        fresh = asyncio.run(ctx.llm.embed(cfg.model_id, missing, stage="embed_text", batch_size=cfg.batch_size,
+                                          batch_max_tokens=cfg.batch_max_tokens, dimension=dimension))
+        known = {**known, **dict(zip(missing, fresh, strict=True))}
+    return {n: [known[t] for t in texts] for n, texts in wanted.items()}
+
+
+def describe(table: str, rows: int, update: TableUpdate, first: bool) -> str:
+    """"entity_description (120: 3 added, 1 removed)"; just the rows on a first build."""
+    if update.rebuilt:
+        return f"{table} ({rows})" if first else f"{table} ({rows}: rebuilt)"
+    changes = [f"{n} {what}" for n, what in ((len(update.add), "added"), (len(update.remove), "removed")) if n]
+    return f"{table} ({rows}: {', '.join(changes) or 'unchanged'})"
 
 
 def manifest_digest(config: GraphRagConfig) -> str | None:

@@ -1,0 +1,118 @@
+"""Re-indexing a changed folder (issue 15): the LanceDB tables are updated in place, not rebuilt; only new or
+changed texts are embedded, and the full-text index finds added rows and no longer finds deleted ones."""
+
+from __future__ import annotations
+
+import json
+from pathlib import Path
+
+import pytest
+
+from graphrag_lite.vector_store import MANIFEST, connect, update_table, write_table
+from tests.conftest import DATA, add_inputs, make_project
+
+
+def vec(x: float, dimension: int = 4) -> list[float]:
+    return [float(x), *[0.5] * (dimension - 1)]
+
+
+def rows(table) -> dict[str, tuple[str, list[float] | None]]:
+    found = table.to_arrow().to_pylist()
+    return {r["id"]: (r["text"], r.get("vector")) for r in found}
+
+
+def keyword(table, words: str, index_only: bool = False) -> list[str]:
+    query = table.search(words, query_type="fts")
+    if index_only:  # the FTS index alone, without the flat scan of rows it does not cover yet
+        query = query.fast_search()
+    return sorted(query.limit(50).to_pandas()["id"])
+
+
+@pytest.fixture
+def db(tmp_path: Path):
+    return connect(str(tmp_path / "lancedb"))
+
+
+def test_a_table_is_updated_in_place_and_its_full_text_index_follows(db):
+    write_table(db, "t", ["a", "b", "c"], ["apple orchard", "banana plantation", "cherry blossom"],
+                [vec(1), vec(2), vec(3)])
+    before = db.open_table("t").version
+    # "a" unchanged (the vector given for it is not used: the stored one stays), "b" gone, "c" changed, "d" new
+    update = update_table(db, "t", ["a", "c", "d"], ["apple orchard", "cherry jam", "durian market"],
+                          [vec(9), vec(4), vec(5)])
+    assert update.counts() == {"added": 2, "removed": 2, "kept": 1, "rebuilt": False}
+    table = db.open_table("t")
+    assert table.version > before
+    assert rows(table) == {"a": ("apple orchard", vec(1)), "c": ("cherry jam", vec(4)),
+                           "d": ("durian market", vec(5))}
+    [index] = [i for i in table.list_indices() if i.index_type == "FTS"]
+    assert (index.num_indexed_rows, index.num_unindexed_rows) == (3, 0)  # the index covers the added rows
+    for index_only in (False, True):
+        assert keyword(table, "durian", index_only) == ["d"] and keyword(table, "jam", index_only) == ["c"]
+        assert keyword(table, "banana", index_only) == [] and keyword(table, "blossom", index_only) == []
+        assert keyword(table, "apple", index_only) == ["a"]
+    again = update_table(db, "t", ["a", "c", "d"], ["apple orchard", "cherry jam", "durian market"],
+                         [vec(7), vec(7), vec(7)])
+    assert again.counts() == {"added": 0, "removed": 0, "kept": 3, "rebuilt": False}
+    assert db.open_table("t").version == table.version  # nothing to change: not a single commit
+    assert rows(db.open_table("t"))["a"] == ("apple orchard", vec(1))
+
+
+def test_a_table_whose_schema_does_not_fit_is_rebuilt(db):
+    write_table(db, "t", ["a", "b"], ["apple orchard", "banana plantation"], [vec(1), vec(2)])
+    other = update_table(db, "t", ["a", "b"], ["apple orchard", "banana plantation"], [vec(1, 8), vec(2, 8)])
+    assert other.counts() == {"added": 2, "removed": 0, "kept": 0, "rebuilt": True}
+    table = db.open_table("t")
+    assert table.schema.field("vector").type.list_size == 8
+    assert rows(table) == {"a": ("apple orchard", vec(1, 8)), "b": ("banana plantation", vec(2, 8))}
+    assert keyword(table, "banana") == ["b"]
+    no_vectors = update_table(db, "t", ["a"], ["apple orchard"], None)
+    assert no_vectors.rebuilt and db.open_table("t").schema.names == ["id", "text"]
+    assert update_table(db, "new", ["x"], ["xylophone"], None).rebuilt  # missing: created
+
+
+def test_a_full_text_only_table_is_updated_in_place(db):
+    write_table(db, "t", ["a", "b"], ["apple orchard", "banana plantation"], None)
+    update = update_table(db, "t", ["a", "c"], ["apple orchard", "cherry blossom"], None)
+    assert update.counts() == {"added": 1, "removed": 1, "kept": 1, "rebuilt": False}
+    table = db.open_table("t")
+    assert rows(table) == {"a": ("apple orchard", None), "c": ("cherry blossom", None)}
+    assert keyword(table, "cherry", index_only=True) == ["c"] and keyword(table, "banana") == []
+    write_table(db, "empty", [], [], None)  # created empty, so without a full-text index
+    assert not update_table(db, "empty", ["z"], ["zebra crossing"], None).rebuilt
+    assert keyword(db.open_table("empty"), "zebra", index_only=True) == ["z"]
+
+
+def stats(root: Path) -> dict:
+    return json.loads((root / "output" / "stats.json").read_text(encoding="utf-8"))["stages"]["embed_text"]
+
+
+def test_a_re_index_embeds_only_the_new_texts_even_without_the_cache(tmp_path: Path, cli):
+    documents = sorted((DATA / "unrelated-documents").glob("*.txt"))
+    root = make_project(tmp_path / "p", documents[:-1], "embed_text:\n  batch_size: 1\n")  # one call per text
+    built = cli("index", "--root", root)
+    assert built.exit_code == 0, built.output
+    first = stats(root)["details"]
+    assert all(t["rebuilt"] and t["removed"] == 0 for t in first.values())
+    add_inputs(root, documents[-1:])
+    rerun = cli("index", "--root", root, "--no-cache")
+    assert rerun.exit_code == 0, rerun.output
+    embed = stats(root)
+    details, llm = embed["details"], embed["llm"]
+    assert not any(t["rebuilt"] for t in details.values())
+    added = sum(t["added"] for t in details.values())
+    assert 0 < added < sum(t["kept"] for t in details.values())  # a few rows; the rest kept their vectors
+    assert details["text_unit_text"]["added"] >= 1 and details["text_unit_text"]["removed"] == 0
+    assert llm["calls"] - llm["cache_hits"] == added  # only the new texts were sent
+    assert "text_unit_text (" in embed["summary"] and " added" in embed["summary"]
+    manifest = json.loads((root / "output" / MANIFEST).read_text(encoding="utf-8"))
+    table = connect(manifest["db_uri"]).open_table("text_unit_text")
+    assert table.count_rows() == manifest["tables"]["text_unit_text"]
+    assert documents[-1].name == "railway.txt" and keyword(table, "Kisumu", index_only=True)
+
+    other = cli("index", "--root", root, "--set", "models.default_embedding_model.model=fake/embedding?dim=64")
+    assert other.exit_code == 0, other.output
+    rebuilt = stats(root)
+    assert all(t["rebuilt"] for t in rebuilt["details"].values())  # another model: every vector is new
+    assert json.loads((root / "output" / MANIFEST).read_text(encoding="utf-8"))["dimension"] == 64
+    assert connect(manifest["db_uri"]).open_table("entity_description").schema.field("vector").type.list_size == 64
