@@ -1,21 +1,24 @@
-"""Benchmark (issue 15): what re-indexing costs after documents are added, against a full index.
+"""Benchmark (issue 15): what `graphrag-lite update` costs after documents are added or deleted, against a
+full index of the same project.
 
-    .venv/bin/python bench/incremental_update.py [--documents 100] [--added 1 10]
+    .venv/bin/python bench/incremental_update.py [--corpus hotpotqa|pepys] [--documents 100] [--added 1 10]
 
-The documents are the first Wikipedia paragraphs of ../shared/corpora/hotpotqa-100/corpus.json, one file each.
-A standard index is built through the fake provider; then, for each count in --added, that many further
-paragraphs are added to a copy of the finished project (its cache included) and the index is run again. For
-each stage, the model calls sent (calls answered from the cache aside) of the full index and of every update
-are printed, with the share of the full index's calls each update sent (issue 15's targets are at most 5%
-for one document added to 100, and 20% for 10% more documents), and how many communities keep exactly their
-members (by entity title): the reports an update could keep. The baseline is what `graphrag-lite index`
-does today: the cache spares the unchanged extractions, while everything after extraction runs again.
+hotpotqa: the first Wikipedia paragraphs of ../shared/corpora/hotpotqa-100/corpus.json, one file each (many
+small connected components). pepys: The Diary of Samuel Pepys (../shared/corpora/novels-dev, Novel-4128) cut
+into parts of about 700 characters at sentence ends, one file each (one large component: every entry meets
+the same people). A standard index of --documents files is built through the fake provider; then, for each
+count in --added, that many further files are added to a copy of the finished project (its cache included)
+and `update` runs; a last copy has its first document deleted. For each stage, the model calls sent (calls
+answered from the cache aside) of the full index and of every update are printed, with the share of the full
+index's calls each update sent (issue 15's targets: at most 5% for one document added to 100, and 20% for
+10% more documents), the reports kept and written, and the communities kept with exactly their members.
 """
 
 from __future__ import annotations
 
 import argparse
 import json
+import re
 import shutil
 import subprocess
 import sys
@@ -31,11 +34,25 @@ SETTINGS = """models:
   default_embedding_model:
     model: fake/embedding
 """
+PART_CHARACTERS = 700
 
 
-def paragraphs(count: int) -> list[tuple[str, str]]:
+def hotpotqa(count: int) -> list[tuple[str, str]]:
     corpus = json.loads(shared_path("corpora/hotpotqa-100/corpus.json").read_text(encoding="utf-8"))
     return [(title, " ".join(sentences).strip()) for title, sentences in list(corpus.items())[:count]]
+
+
+def pepys(count: int) -> list[tuple[str, str]]:
+    text = shared_path("corpora/novels-dev/books/Novel-4128.txt").read_text(encoding="utf-8")
+    parts, current = [], ""
+    for sentence in (p.strip() for p in re.split(r"(?<=[.!?])\s+", text) if p.strip()):
+        current = f"{current} {sentence}" if current else sentence
+        if len(current) >= PART_CHARACTERS:
+            parts.append(current)
+            current = ""
+    if len(parts) < count:
+        raise SystemExit(f"the diary gives {len(parts)} parts of {PART_CHARACTERS} characters, fewer than {count}")
+    return [(f"Pepys part {n + 1}", part) for n, part in enumerate(parts[:count])]
 
 
 def write(folder: Path, documents: list[tuple[str, str]]) -> None:
@@ -45,7 +62,7 @@ def write(folder: Path, documents: list[tuple[str, str]]) -> None:
 
 
 def member_sets(root: Path) -> set[frozenset[str]]:
-    """Each community's members, by entity title: the communities an update could keep with their reports."""
+    """Each community's members, by entity title."""
     import pandas as pd
 
     entities = pd.read_parquet(root / "output" / "entities.parquet")
@@ -54,50 +71,69 @@ def member_sets(root: Path) -> set[frozenset[str]]:
     return {frozenset(titles[e] for e in ids) for ids in communities["entity_ids"]}
 
 
-def index(root: Path) -> dict[str, int]:
-    """Model calls sent per stage (not those answered from the cache)."""
-    done = subprocess.run([sys.executable, "-m", "graphrag_lite", "index", "--root", str(root), "--quiet"],
+def run(command: str, root: Path) -> dict:
+    """Run `index` or `update`; returns stats.json."""
+    done = subprocess.run([sys.executable, "-m", "graphrag_lite", command, "--root", str(root), "--quiet"],
                           capture_output=True, text=True)
     if done.returncode != 0:
-        raise SystemExit(f"index failed ({done.returncode}): {done.stderr[-2000:]}")
-    stages = json.loads((root / "output" / "stats.json").read_text(encoding="utf-8"))["stages"]
-    return {name: s["llm"]["calls"] - s["llm"]["cache_hits"] for name, s in stages.items() if s.get("llm")}
+        raise SystemExit(f"{command} failed ({done.returncode}): {done.stderr[-2000:]}")
+    return json.loads((root / "output" / "stats.json").read_text(encoding="utf-8"))
+
+
+def calls_sent(stats: dict) -> dict[str, int]:
+    """Model calls sent per stage by this run (stages it skipped sent none)."""
+    return {name: s["llm"]["calls"] - s["llm"]["cache_hits"] for name, s in stats["stages"].items()
+            if s.get("llm") and not str(s.get("status", "")).startswith("unchanged")}
+
+
+def variant(base: Path, scratch: Path, name: str, documents: list[tuple[str, str]], delete: int = 0) -> tuple:
+    project = scratch / name
+    shutil.copytree(base, project)
+    write(project / "input", documents)
+    for path in sorted((project / "input").glob("*.txt"))[:delete]:
+        path.unlink()
+    stats = run("update", project)
+    before, after = member_sets(base), member_sets(project)
+    return calls_sent(stats), stats.get("update", {}), (len(after & before), len(after))
 
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", choices=("hotpotqa", "pepys"), default="hotpotqa")
     parser.add_argument("--documents", type=int, default=100)
     parser.add_argument("--added", type=int, nargs="+", default=[1, 10])
     args = parser.parse_args()
-    documents = paragraphs(args.documents + max(args.added))
-    with tempfile.TemporaryDirectory() as scratch:
-        base = Path(scratch) / "base"
+    documents = (hotpotqa if args.corpus == "hotpotqa" else pepys)(args.documents + max(args.added))
+    runs = {}
+    with tempfile.TemporaryDirectory() as folder:
+        scratch = Path(folder)
+        base = scratch / "base"
         (base / "input").mkdir(parents=True)
         (base / "settings.yaml").write_text(SETTINGS, encoding="utf-8")
         write(base / "input", documents[: args.documents])
-        full = index(base)
-        before = member_sets(base)
-        runs, same = {}, {}
+        full = calls_sent(run("index", base))
         for added in args.added:
-            project = Path(scratch) / f"plus-{added}"
-            shutil.copytree(base, project)
-            write(project / "input", documents[: args.documents + added])
-            runs[added] = index(project)
-            after = member_sets(project)
-            same[added] = (len(after & before), len(after))
-    stages = list(dict.fromkeys([*full, *(s for run in runs.values() for s in run)]))
-    header = f"{'stage':24}{'full index':>12}" + "".join(f"{f'+{a} docs':>12}" for a in args.added)
-    print(f"model calls sent, {args.documents} documents (fake provider, cache kept between runs)\n{header}")
+            runs[f"+{added} docs"] = variant(base, scratch, f"plus-{added}", documents[: args.documents + added])
+        runs["-1 doc"] = variant(base, scratch, "minus-1", documents[: args.documents], delete=1)
+    report(args, full, runs)
+
+
+def report(args: argparse.Namespace, full: dict[str, int], runs: dict[str, tuple]) -> None:
+    stages = list(dict.fromkeys([*full, *(s for sent, _, _ in runs.values() for s in sent)]))
+    print(f"model calls sent, {args.documents} {args.corpus} documents (fake provider, cache kept between runs)")
+    print(f"{'stage':24}{'full index':>12}" + "".join(f"{name:>12}" for name in runs))
     for stage in [*stages, "all"]:
-        values = [sum(full.values())] if stage == "all" else [full.get(stage, 0)]
-        values += [sum(run.values()) if stage == "all" else run.get(stage, 0) for run in runs.values()]
+        values = [sum(full.values()) if stage == "all" else full.get(stage, 0)]
+        values += [sum(sent.values()) if stage == "all" else sent.get(stage, 0) for sent, _, _ in runs.values()]
         print(f"{stage:24}" + "".join(f"{v:>12,}" for v in values))
     total = sum(full.values()) or 1
-    for added, run in runs.items():
-        target = 5 if added == 1 else 20
-        print(f"+{added} documents: {sum(run.values()) / total:.0%} of a full index's calls (issue 15's target: "
-              f"at most {target}%); communities with the same members as before: {same[added][0]} of "
-              f"{same[added][1]} (their reports could be kept)")
+    for name, (sent, record, (same, communities)) in runs.items():
+        target = {"+1 docs": " (issue 15's target: at most 5%)", "+10 docs": " (target: at most 20%)"}.get(name, "")
+        reports = record.get("reports", {})
+        print(f"{name}: {sum(sent.values()) / total:.1%} of a full index's calls{target}; reports kept "
+              f"{reports.get('reports_kept', 0)}, written {reports.get('reports_written', 0)}; communities with "
+              f"the same members as before: {same} of {communities}; new text units "
+              f"{record.get('text_units', {}).get('new_text_units', 0)}")
 
 
 if __name__ == "__main__":

@@ -69,3 +69,146 @@ def test_deleting_a_document_removes_exactly_what_only_it_supported(tmp_path: Pa
     claims = pd.read_parquet(output / "covariates.parquet")
     assert not set(claims["text_unit_id"]) & gone_units
     assert set(claims["text_unit_id"]) == set(claims_before["text_unit_id"]) - gone_units
+
+
+# ---------------------------------------------------------------- update: add, change, rename, delete, resume
+
+UNRELATED = sorted((Path(__file__).resolve().parent / "data" / "unrelated-documents").glob("*.txt"))
+FINAL_TABLES = ("documents", "text_units", "entities", "relationships", "covariates", "communities",
+                "community_reports")
+
+
+def final_tables(output: Path, drop: tuple[str, ...] = ()) -> dict[str, pd.DataFrame]:
+    """GraphRAG's tables, rows by id, lists as lists (Parquet gives arrays), `drop` columns left out."""
+    tables = {}
+    for name in FINAL_TABLES:
+        frame = pd.read_parquet(output / f"{name}.parquet")
+        frame = frame.drop(columns=[c for c in drop if c in frame]).sort_values("id").reset_index(drop=True)
+        tables[name] = frame.map(lambda v: v.tolist() if hasattr(v, "tolist") and not isinstance(v, str) else v)
+    return tables
+
+
+def assert_same_tables(left: dict[str, pd.DataFrame], right: dict[str, pd.DataFrame], names=FINAL_TABLES) -> None:
+    for name in names:
+        pd.testing.assert_frame_equal(left[name], right[name], obj=name)
+
+
+def update_stats(root: Path) -> dict:
+    return json.loads((root / "output" / "stats.json").read_text(encoding="utf-8"))
+
+
+def indexed(tmp_path: Path, cli, documents: list[Path], name: str = "p") -> Path:
+    from tests.conftest import make_project
+
+    root = make_project(tmp_path / name, documents, "extract_claims:\n  enabled: true\n")
+    assert cli("index", "--root", root).exit_code == 0
+    return root
+
+
+def test_add_then_delete_gives_back_the_same_index_and_an_update_equals_a_rebuild(tmp_path: Path, cli):
+    import shutil
+
+    from tests.conftest import check_index
+
+    root = indexed(tmp_path, cli, UNRELATED[:3])
+    original = final_tables(root / "output")
+    shutil.copy2(UNRELATED[3], root / "input" / UNRELATED[3].name)
+    added = cli("update", "--root", root)
+    assert added.exit_code == 0, added.output
+    assert f"Documents since the last run: 1 added ({UNRELATED[3].name})" in added.output
+    record = update_stats(root)["update"]
+    assert record["documents"] == {"added": 1, "changed": 0, "deleted": 0, "renamed": 0}
+    assert record["reports"]["reports_kept"] > 0 and record["text_units"]["removed_text_units"] == 0
+    assert check_index(root / "output")[0] == 0
+
+    # the same four documents indexed from scratch: same rows and values (numbers aside: an update keeps them)
+    rebuilt = tmp_path / "rebuilt"
+    shutil.copytree(root / "input", rebuilt / "input", copy_function=shutil.copy2)
+    shutil.copy(root / "settings.yaml", rebuilt / "settings.yaml")
+    assert cli("index", "--root", rebuilt, "--no-cache").exit_code == 0
+    assert_same_tables(final_tables(root / "output", ("human_readable_id",)),
+                       final_tables(rebuilt / "output", ("human_readable_id",)), FINAL_TABLES[:5])
+
+    (root / "input" / UNRELATED[3].name).unlink()
+    deleted = cli("update", "--root", root)
+    assert deleted.exit_code == 0 and f"1 deleted ({UNRELATED[3].name})" in deleted.output
+    assert_same_tables(final_tables(root / "output"), original)  # kept reports byte for byte, numbers included
+    assert update_stats(root)["update"]["llm"]["calls_sent"] == 0  # all of it was known
+
+
+def test_a_changed_document_is_extracted_again_and_nothing_else(tmp_path: Path, cli):
+    root = indexed(tmp_path, cli, UNRELATED[:3])
+    before = pd.read_parquet(root / "output" / "text_units.parquet")
+    changed = root / "input" / UNRELATED[1].name
+    changed.write_text(changed.read_text(encoding="utf-8") + "\nThe Harbour Board met Captain Ellis Varne in "
+                       "Port Sedley to discuss the lamp.\n", encoding="utf-8")
+    result = cli("update", "--root", root)
+    assert result.exit_code == 0 and f"1 changed ({UNRELATED[1].name})" in result.output
+    stats = update_stats(root)
+    after = pd.read_parquet(root / "output" / "text_units.parquet")
+    new_units = set(after["id"]) - set(before["id"])
+    assert stats["update"]["text_units"]["new_text_units"] == len(new_units) > 0
+    extract = stats["stages"]["extract_graph"]["llm"]
+    assert 0 < extract["calls"] - extract["cache_hits"] <= 2 * len(new_units)  # a call (and a gleaning) per new unit
+    kept = before[~before["id"].isin(set(after["id"]))]
+    assert set(after.loc[after["id"].isin(set(before["id"])), "human_readable_id"]) <= set(before["human_readable_id"])
+    assert len(kept) >= 1  # the old version's units are gone
+    entities = pd.read_parquet(root / "output" / "entities.parquet")
+    assert "ELLIS VARNE" in set(entities["title"]) or "CAPTAIN ELLIS VARNE" in set(entities["title"])
+
+
+def test_a_renamed_document_costs_no_model_call(tmp_path: Path, cli):
+    root = indexed(tmp_path, cli, UNRELATED[:3])
+    before = final_tables(root / "output")
+    (root / "input" / UNRELATED[0].name).rename(root / "input" / "renamed.txt")
+    result = cli("update", "--root", root)
+    assert result.exit_code == 0 and f"1 renamed ({UNRELATED[0].name} -> renamed.txt)" in result.output
+    stats = update_stats(root)
+    assert stats["update"]["llm"]["calls_sent"] == 0 and stats["update"]["llm"]["cache_hits"] == 0
+    after = final_tables(root / "output")
+    assert "renamed.txt" in set(after["documents"]["title"])
+    assert_same_tables(before, after, FINAL_TABLES[1:])  # only the document's title changed
+
+
+def test_an_interrupted_update_resumes_and_ends_as_an_uninterrupted_one(tmp_path: Path, cli, monkeypatch):
+    import shutil
+
+    from graphrag_lite.pipeline import Stage
+    from graphrag_lite.stages import STAGES
+
+    reference = indexed(tmp_path, cli, UNRELATED[:3], "reference")
+    root = tmp_path / "p"
+    shutil.copytree(reference, root)
+    for project in (reference, root):
+        shutil.copy2(UNRELATED[4], project / "input" / UNRELATED[4].name)
+    assert cli("update", "--root", reference).exit_code == 0
+
+    reports = STAGES["community_reports"]
+
+    def interrupted(ctx):
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(STAGES, "community_reports", Stage(**{**reports.__dict__, "run": interrupted}))
+    assert cli("update", "--root", root).exit_code != 0
+    assert update_stats(root)["status"] == "interrupted"
+    monkeypatch.setitem(STAGES, "community_reports", reports)
+    resumed = cli("update", "--root", root)
+    assert resumed.exit_code == 0
+    stats = update_stats(root)
+    assert stats["stages"]["extract_graph"]["status"] == "unchanged, reused"
+    assert stats["stages"]["community_reports"]["details"]["reports_kept"] > 0
+    assert_same_tables(final_tables(root / "output"), final_tables(reference / "output"))
+
+
+def test_update_needs_an_index_and_lists_changes_in_a_dry_run(tmp_path: Path, cli):
+    from tests.conftest import make_project
+
+    root = make_project(tmp_path / "p", UNRELATED[:2])
+    missing = cli("update", "--root", root)
+    assert missing.exit_code == 2 and "graphrag-lite index --root" in missing.output
+    assert cli("index", "--root", root).exit_code == 0
+    (root / "input" / UNRELATED[0].name).unlink()
+    estimated = cli("update", "--root", root, "--dry-run")
+    assert estimated.exit_code == 0 and f"1 deleted ({UNRELATED[0].name})" in estimated.output
+    assert (root / "input" / UNRELATED[1].name).exists() and pd.read_parquet(
+        root / "output" / "documents.parquet").shape[0] == 2  # the dry run changed nothing
