@@ -37,6 +37,9 @@ ConfigOption = Annotated[Path | None, typer.Option("--config", "-c",
 SetOption = Annotated[list[str] | None, typer.Option(
     "--set", "-s", help="override a setting, e.g. --set chunking.size=300 (repeatable)")]
 VerboseOption = Annotated[bool, typer.Option("--verbose", "-v", help="show the full traceback on errors")]
+MethodOption = Annotated[str | None, typer.Option(
+    "--method", "-m", help="pipeline to run: standard, fast, or a pipeline file; default: settings' pipeline")]
+QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="print errors only (the log file has the rest)")]
 NoModelOption = Annotated[bool, typer.Option("--no-model", help="call no model: answer with the ranked evidence "
                                              "and find entities by keywords (no key needed)")]
 # what --no-model sets, per search method: its chat model, and the model that embeds or rates for it
@@ -137,9 +140,7 @@ def build_index(out: Console, root: Path, config: Path | None, set_: list[str], 
 def index(
     root: RootOption = Path("."),
     config: ConfigOption = None,
-    method: Annotated[str | None, typer.Option(
-        "--method", "-m", help="pipeline to run: standard, fast, or a pipeline file; default: settings' pipeline")
-    ] = None,
+    method: MethodOption = None,
     set_: SetOption = None,
     force: Annotated[bool, typer.Option("--force", help="run every stage, even unchanged ones")] = False,
     from_stage: Annotated[str | None, typer.Option("--from", help="re-run this stage and every later one")] = None,
@@ -147,8 +148,7 @@ def index(
                                            "write the answer cache")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="estimate model calls, tokens and cost per stage "
                                           "without calling a model (model-free stages run)")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="print errors only (the log file has the rest)")
-                     ] = False,
+    quiet: QuietOption = False,
     verbose: VerboseOption = False,
 ) -> None:
     """Build (or resume) the index: runs the pipeline's stages, skipping those whose inputs are unchanged.
@@ -165,16 +165,13 @@ def index(
 def update(
     root: RootOption = Path("."),
     config: ConfigOption = None,
-    method: Annotated[str | None, typer.Option(
-        "--method", "-m", help="pipeline to run: standard, fast, or a pipeline file; default: settings' pipeline")
-    ] = None,
+    method: MethodOption = None,
     set_: SetOption = None,
     no_cache: Annotated[bool, typer.Option("--no-cache", help="send every model call and keep no earlier report")
                         ] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="list what changed and estimate the update's model "
                                           "calls, tokens and cost, without calling a model")] = False,
-    quiet: Annotated[bool, typer.Option("--quiet", "-q", help="print errors only (the log file has the rest)")
-                     ] = False,
+    quiet: QuietOption = False,
     verbose: VerboseOption = False,
 ) -> None:
     """Update an existing index after documents were added, changed, renamed or deleted in the input folder.

@@ -493,18 +493,26 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
         status, stats["error"] = "failed", f"{type(err).__name__}: {err}"
         raise
     finally:
-        incomplete = [name for name, s in stats["stages"].items() if str(s.get("status", "")).startswith("ran with")]
-        if status == "completed" and incomplete:
-            status = "completed with failures"
-        stats["status"] = status
-        stats["llm"] = models.totals()
-        if (update := update_record(stats["stages"], stats["llm"])) is not None:
-            stats["update"] = update
-        _write_stats(store, stats, run_started)
-        models.close()
+        incomplete = _finish(stats, status, models, store, run_started)
     problems = sum(len(s.get("problems", [])) for s in stats["stages"].values())
-    return RunSummary(status=status, stages=stats["stages"], output_dir=store.base_dir, problems=problems,
+    return RunSummary(status=stats["status"], stages=stats["stages"], output_dir=store.base_dir, problems=problems,
                       llm=stats["llm"], incomplete=incomplete)
+
+
+def _finish(stats: dict[str, Any], status: str, models: ModelAccess, store: OutputStore, run_started: float
+            ) -> list[str]:
+    """Write the run's final stats.json (status, model totals, the update record); returns the stages that
+    ran with failures."""
+    incomplete = [name for name, s in stats["stages"].items() if str(s.get("status", "")).startswith("ran with")]
+    if status == "completed" and incomplete:
+        status = "completed with failures"
+    stats["status"] = status
+    stats["llm"] = models.totals()
+    if (update := update_record(stats["stages"], stats["llm"])) is not None:
+        stats["update"] = update
+    _write_stats(store, stats, run_started)
+    models.close()
+    return incomplete
 
 
 def update_record(stages: dict[str, Any], llm: dict[str, Any] | None) -> dict[str, Any] | None:
