@@ -523,8 +523,10 @@ def update_record(stages: dict[str, Any], llm: dict[str, Any] | None) -> dict[st
     if not changes:
         return None
     units = stages.get("chunk_text", {}).get("details", {})
-    reports: dict[str, Any] = next((s["details"] for name, s in stages.items() if name.startswith("community_reports")
-                    and "details" in s), {})
+    stage: dict[str, Any] = next((s for name, s in stages.items() if name.startswith("community_reports")), {})
+    reports: dict[str, Any] = stage.get("details", {})
+    if str(stage.get("status", "")).startswith("unchanged"):  # skipped: its details are the last run's
+        reports = {"reports_written": 0, "reports_kept": stage.get("rows_out", {}).get("community_reports", 0)}
     return {"documents": {kind: len(names) for kind, names in changes.items()},
             "documents_listed": changes,
             "text_units": {key: units[key] for key in ("new_text_units", "removed_text_units") if key in units},

@@ -61,3 +61,82 @@ def test_loose_groups_keep_a_text_units_entities_together_and_are_never_split():
     graph = build_graph(7, [(3, 3)], [1.0])
     tree = hierarchical_leiden(graph, 2, 1, loose=groups)
     assert all(c.level == 0 for c in tree if set(c.members) & {0, 1, 2, 4, 5, 6})
+
+
+# ---------------------------------------------------------------- across updates (issue 15)
+
+
+class DictMemo(dict):
+    def put(self, key, kind, value):
+        self[key] = value
+
+
+def numbered(tree, names):
+    return {(c.level, frozenset(names[v] for v in c.members)): c.community for c in tree}
+
+
+def grown(graph, extra_edges):
+    """The graph with one more vertex, joined to the given ones."""
+    edges = graph.get_edgelist() + [(graph.vcount(), v) for v in extra_edges]
+    return build_graph(graph.vcount() + 1, edges, [1.0] * len(edges))
+
+
+def test_an_update_keeps_the_communities_and_numbers_of_what_it_did_not_touch():
+    from graphrag_lite.graph.cluster import Previous
+
+    graph = planted_graph(groups=6, size=12, seed=3)
+    names = [f"e{v}" for v in range(graph.vcount() + 1)]
+    before = hierarchical_leiden(graph, 10, 5, names=names[:-1])
+    previous = Previous.from_rows([(c.level, c.community, [names[v] for v in c.members]) for c in before])
+    after = hierarchical_leiden(grown(graph, [0, 1]), 10, 5, names=names, previous=previous)
+    old, new = numbered(before, names), numbered(after, names)
+    kept = set(old) & set(new)
+    assert len(kept) >= len(old) - 3  # only the new vertex's community and its parent may change
+    assert all(old[key] == new[key] for key in kept)  # and the others keep their numbers
+    home = next(c for c in after if c.level == 0 and names.index("e0") in c.members)
+    assert home.community in {c.community for c in before if c.level == 0 and 0 in c.members}  # most overlap
+    numbers = [c.community for c in after]
+    assert len(numbers) == len(set(numbers))  # unique across levels
+    assert all(n > max(old.values()) for key, n in new.items() if key not in kept and n not in old.values())
+
+
+def test_a_graph_clustered_before_gets_its_remembered_communities_and_numbers():
+    from graphrag_lite.graph.cluster import Previous
+
+    graph = planted_graph(groups=3, size=12, seed=4)
+    names = [f"e{v}" for v in range(graph.vcount() + 1)]
+    memo = DictMemo()
+    first = hierarchical_leiden(graph, 10, 5, names=names[:-1], memo=memo)
+    assert len(memo) == 1
+    bigger = grown(graph, [0, 13, 26])  # the update: one vertex joins all three groups
+    previous = Previous.from_rows([(c.level, c.community, [names[v] for v in c.members]) for c in first])
+    middle = hierarchical_leiden(bigger, 10, 5, names=names, previous=previous, memo=memo)
+    assert len(memo) == 2
+    back = Previous.from_rows([(c.level, c.community, [names[v] for v in c.members]) for c in middle])
+    again = hierarchical_leiden(graph, 10, 5, names=names[:-1], previous=back, memo=memo)  # the vertex is gone
+    assert [(c.community, c.level, c.parent, c.members, c.children) for c in again] == \
+        [(c.community, c.level, c.parent, c.members, c.children) for c in first]
+
+
+def test_a_report_digest_ignores_degrees_and_numbers_but_not_facts():
+    import pandas as pd
+
+    from graphrag_lite.graph.report_context import ContextBuilder
+
+    def builder(description="a harbour town", degree=3, number=0):
+        entities = pd.DataFrame({"id": ["a", "b"], "human_readable_id": [number, number + 1],
+                                 "title": ["PORT SEDLEY", "ELLIS VARNE"], "description": [description, "a captain"],
+                                 "degree": [degree, 1]})
+        relationships = pd.DataFrame({"id": ["r"], "human_readable_id": [number], "source": ["ELLIS VARNE"],
+                                      "target": ["PORT SEDLEY"], "description": ["lives in"],
+                                      "combined_degree": [degree + 1]})
+        claims = pd.DataFrame(columns=["human_readable_id", "subject_id", "type", "status", "description"])
+        return ContextBuilder(entities, relationships, claims, 8000)
+
+    def digest(b, salt="model|prompt"):
+        return b.digest(["a", "b"], ["r"], b.build(["a", "b"], ["r"]), [], salt)
+
+    same = digest(builder())
+    assert digest(builder(degree=9, number=40)) == same  # the graph grew elsewhere: the report still holds
+    assert digest(builder(description="a harbour town with a lighthouse")) != same
+    assert digest(builder(), salt="other model|prompt") != same

@@ -165,6 +165,7 @@ def test_a_renamed_document_costs_no_model_call(tmp_path: Path, cli):
     assert result.exit_code == 0 and f"1 renamed ({UNRELATED[0].name} -> renamed.txt)" in result.output
     stats = update_stats(root)
     assert stats["update"]["llm"]["calls_sent"] == 0 and stats["update"]["llm"]["cache_hits"] == 0
+    assert stats["update"]["reports"] == {"reports_written": 0, "reports_kept": len(before["community_reports"])}
     after = final_tables(root / "output")
     assert "renamed.txt" in set(after["documents"]["title"])
     assert_same_tables(before, after, FINAL_TABLES[1:])  # only the document's title changed
