@@ -107,20 +107,26 @@ def build_index(out: Console, root: Path, config: Path | None, set_: list[str], 
     Over an existing index, what changed in the input is listed before any model call."""
     from graphrag_lite.pipeline import configure, run_pipeline
     from graphrag_lite.pipeline import dry_run as estimate_pipeline
-    from graphrag_lite.stages.load_documents import changes_since_last_run, describe_changes
 
     cfg, pipeline = configure(root, config, set_, method)
-    changes = changes_since_last_run(cfg)
-    if update and changes is None:
+    built_with = indexed_method(cfg.output.base_dir)
+    if update and built_with is None:
         raise MissingIndex(f"no index in {cfg.output.base_dir} to update; build it first with "
                            f"`{index_command(root)}`")
-    verb = "Updating" if changes is not None else "Indexing"
+    if built_with is not None and built_with != pipeline.name:
+        if update and method is None:  # an update keeps the method of the index it updates
+            cfg, pipeline = configure(root, config, set_, built_with)
+        else:
+            out.print(f"[yellow]note:[/yellow] the index in {cfg.output.base_dir} was built with the {built_with} "
+                      f"method; this run uses {pipeline.name}, and re-runs what it changes (`update`, or "
+                      f"--method {built_with}, keeps {built_with})", highlight=False)
+    verb = "Updating" if built_with is not None else "Indexing"
     out.print(f"{verb} with pipeline [bold]{pipeline.name}[/bold] ({' → '.join(s.name for s in pipeline.stages)})",
               highlight=False)
-    if changes is not None:
-        out.print(f"Documents since the last run: {describe_changes(changes, shown=10)}", highlight=False)
+    if built_with is not None:
+        _print_pending_changes(out, cfg)
     if options.dry_run:
-        print_estimates(estimate_pipeline(cfg, pipeline, out))
+        print_estimates(estimate_pipeline(cfg, pipeline, out, use_cache=not options.no_cache))
         return 0
     started = time.perf_counter()
     summary = run_pipeline(cfg, pipeline, out, force=options.force, from_stage=options.from_stage,
@@ -134,6 +140,36 @@ def build_index(out: Console, root: Path, config: Path | None, set_: list[str], 
                      f"(exit code {IndexIncomplete.exit_code})", highlight=False)
         return IndexIncomplete.exit_code
     return 0
+
+
+def indexed_method(output: Path) -> str | None:
+    """The method (pipeline) the index in `output` was built with, as its last run's stats.json names it;
+    None when there is no index there yet (no entities table)."""
+    from graphrag_lite.storage import read_json
+
+    stats = output / "stats.json"
+    if not (output / "entities.parquet").is_file() or not stats.is_file():
+        return None
+    name = read_json(stats).get("pipeline")
+    return name if isinstance(name, str) else None
+
+
+def _print_pending_changes(out: Console, cfg: Any) -> None:
+    """What an update will do, before any call: the documents changed since the last run, or, when that run
+    was interrupted after reading the input, the changes it still has to finish."""
+    from graphrag_lite.stages.load_documents import changes_since_last_run, describe_changes
+    from graphrag_lite.storage import read_json
+
+    changes = changes_since_last_run(cfg) or {}
+    stats_path = cfg.output.base_dir / "stats.json"
+    last = read_json(stats_path) if stats_path.is_file() else {}
+    pending = last.get("stages", {}).get("load_documents", {}).get("details", {}).get("documents_since_last_run")
+    interrupted = not str(last.get("status")).startswith("completed")
+    if not any(changes.values()) and pending and any(pending.values()) and interrupted:
+        out.print(f"Resuming the last run ({last.get('status')}), which found: {describe_changes(pending, shown=10)}",
+                  highlight=False)
+        return
+    out.print(f"Documents since the last run: {describe_changes(changes, shown=10)}", highlight=False)
 
 
 @app.command()

@@ -21,6 +21,8 @@ class ConfigError(GraphragLiteError):
 class InputError(GraphragLiteError):
     """The input documents cannot be used (for example: none is readable)."""
 
+    exit_code = 2
+
 
 class PipelineError(GraphragLiteError):
     """A pipeline file or a stage cannot run as asked."""

@@ -39,8 +39,9 @@ class CallEstimate:
 
 
 def gleaning_estimate(stage: str, model_id: str, prompts_tokens: list[int], text_tokens: list[int],
-                      max_gleanings: int, continue_tokens: int) -> CallEstimate:
-    """First calls are certain; each gleaning resends the conversation so far (prompt, replies, follow-ups)."""
+                      max_gleanings: int, continue_tokens: int, cached: int = 0) -> CallEstimate:
+    """First calls are certain; each gleaning resends the conversation so far (prompt, replies, follow-ups).
+    `cached`: further text units whose answers the cache holds (not counted: they cost nothing)."""
     replies = [int(t * REPLY_TO_INPUT_RATIO) for t in text_tokens]
     extra_calls = len(prompts_tokens) * (max_gleanings + max(0, max_gleanings - 1))
     extra_prompt = 0
@@ -55,4 +56,5 @@ def gleaning_estimate(stage: str, model_id: str, prompts_tokens: list[int], text
     return CallEstimate(stage=stage, model_id=model_id, calls=len(prompts_tokens), extra_calls=extra_calls,
                         prompt_tokens=sum(prompts_tokens), completion_tokens=sum(replies),
                         extra_prompt_tokens=extra_prompt,
-                        note=f"one call per text unit, then up to {max_gleanings} gleaning(s) each")
+                        note=f"one call per text unit, then up to {max_gleanings} gleaning(s) each"
+                             + (f"; {cached} more text units answered from the cache" if cached else ""))

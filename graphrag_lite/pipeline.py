@@ -235,11 +235,12 @@ def _pipeline_path(name_or_path: str, root: Path | None) -> Path:
 # ---------------------------------------------------------------- dry run
 
 
-def dry_run(config: GraphRagConfig, pipeline: Pipeline, console: Console) -> dict[str, Any]:
+def dry_run(config: GraphRagConfig, pipeline: Pipeline, console: Console, use_cache: bool = True) -> dict[str, Any]:
     """Estimate the model calls of every stage without making one. Stages that need no model run for real
     (they give the counts: documents, text units): in the output folder when it holds no index yet (the real
     run then reuses them), else in a scratch copy of it, so an index is left exactly as it was. Model stages
-    are estimated from their inputs; stages that need a model stage's answers are listed as not estimable.
+    are estimated from their inputs (calls the answer cache holds are free, unless `use_cache` is off); stages
+    that need a model stage's answers are listed as not estimable.
     The estimates are written to OUTPUT/dry_run.json."""
     pending: set[str] = set()  # tables that only model answers would produce
     model_free: list[Stage] = []
@@ -265,7 +266,7 @@ def dry_run(config: GraphRagConfig, pipeline: Pipeline, console: Console) -> dic
         if model_free:
             run_pipeline(trial, Pipeline(pipeline.name, pipeline.description, model_free), console, brief=True)
         store = OutputStore(trial.output.base_dir)
-        models = ModelAccess(trial, use_cache=False)
+        models = ModelAccess(trial, use_cache=use_cache)
         progress = Progress(console=console, disable=True)
         for stage in pipeline.stages:
             if stage.name in estimates and estimates[stage.name] is None:

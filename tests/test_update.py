@@ -213,3 +213,51 @@ def test_update_needs_an_index_and_lists_changes_in_a_dry_run(tmp_path: Path, cl
     assert estimated.exit_code == 0 and f"1 deleted ({UNRELATED[0].name})" in estimated.output
     assert (root / "input" / UNRELATED[1].name).exists() and pd.read_parquet(
         root / "output" / "documents.parquet").shape[0] == 2  # the dry run changed nothing
+
+
+def test_an_update_estimates_only_what_the_cache_does_not_hold_and_keeps_the_index_method(tmp_path: Path, cli):
+    import shutil
+
+    root = indexed(tmp_path, cli, UNRELATED[:3])
+    shutil.copy2(UNRELATED[3], root / "input" / UNRELATED[3].name)
+    assert cli("update", "--root", root, "--dry-run").exit_code == 0
+    estimate = json.loads((root / "output" / "dry_run.json").read_text(encoding="utf-8"))
+    units = pd.read_parquet(root / "output" / "base_text_units.parquet")
+    assert estimate["extract_graph"]["calls"] == 1 and estimate["extract_claims"]["calls"] == 1
+    assert f"{len(units)} more text units answered from the cache" in estimate["extract_graph"]["note"]
+
+    fast = sample_project(tmp_path / "fast")
+    assert cli("index", "--root", fast, "--method", "fast").exit_code == 0
+    (fast / "input" / "note.txt").write_text("Sir W. Batten and Mr. Pepys went to the Navy Office. " * 5,
+                                             encoding="utf-8")
+    updated = cli("update", "--root", fast)
+    assert updated.exit_code == 0 and "Updating with pipeline fast" in updated.output  # no model, no key needed
+    other = cli("index", "--root", fast, "--dry-run")
+    assert "was built with the fast method; this run uses standard" in other.output
+
+
+def test_a_resumed_update_says_what_it_still_has_to_finish_and_an_empty_input_keeps_the_index(tmp_path: Path, cli,
+                                                                                             monkeypatch):
+    from graphrag_lite.pipeline import Stage
+    from graphrag_lite.stages import STAGES
+
+    root = indexed(tmp_path, cli, UNRELATED[:3])
+    (root / "input" / UNRELATED[0].name).unlink()
+    reports = STAGES["community_reports"]
+
+    def interrupted(ctx):
+        raise KeyboardInterrupt
+
+    monkeypatch.setitem(STAGES, "community_reports", Stage(**{**reports.__dict__, "run": interrupted}))
+    assert cli("update", "--root", root).exit_code == 130
+    monkeypatch.setitem(STAGES, "community_reports", reports)
+    resumed = cli("update", "--root", root)
+    assert resumed.exit_code == 0
+    assert f"Resuming the last run (interrupted), which found: 0 added, 0 changed, 1 deleted ({UNRELATED[0].name})" \
+        in resumed.output
+
+    for path in (root / "input").iterdir():
+        path.unlink()
+    emptied = cli("update", "--root", root)
+    assert emptied.exit_code == 2 and "is left as it was" in emptied.output
+    assert len(pd.read_parquet(root / "output" / "documents.parquet")) == 2

@@ -127,10 +127,20 @@ def yes_or_no(text: str) -> bool:
     return answer.startswith("Y")
 
 
+def first_messages(request: ExtractionRequest, text: str) -> list[dict[str, str]]:
+    return [{"role": "user", "content": fill(request.template, input_text=text)}]
+
+
+def answered_units(gateway: Gateway, request: ExtractionRequest, texts: list[str]) -> list[bool]:
+    """Per text: whether the cache already holds its first answer (an update re-sends only the others)."""
+    return [gateway.has_answer(request.model_id, first_messages(request, text), request.json_mode,
+                               request.max_tokens) for text in texts]
+
+
 async def extract_with_gleaning(gateway: Gateway, request: ExtractionRequest, text: str) -> UnitOutcome:
     """All records of one text unit from the first answer and the gleanings. LLMCallError when the first
     answer is unusable (and nothing of it can be kept)."""
-    history = [{"role": "user", "content": fill(request.template, input_text=text)}]
+    history = first_messages(request, text)
     outcome = UnitOutcome("", None, calls=1)
     try:
         first = await gateway.chat(request.model_id, history, stage=request.stage, step="extract",

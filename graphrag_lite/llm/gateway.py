@@ -146,6 +146,13 @@ class Gateway:
 
     # ------------------------------------------------------------ chat
 
+    def has_answer(self, model_id: str, messages: Messages, json_mode: bool = False, max_tokens: int | None = None
+                   ) -> bool:
+        """Whether the cache holds an answer to this call (for estimates: such a call costs nothing)."""
+        model = self._model(model_id)
+        key = self._key("chat", model, messages, self._call_args(model, json_mode, max_tokens))
+        return self.cache is not None and self.cache.get(key) is not None
+
     async def chat(self, model_id: str, messages: Messages, *, stage: str, parse: Callable[[str], T] | None = None,
                    json_mode: bool = False, max_tokens: int | None = None, step: str = "") -> ChatResult[T]:
         """A parsed answer. `max_tokens` caps the answer's length; an answer cut off there is handled like

@@ -11,9 +11,15 @@ import asyncio
 
 import pandas as pd
 
-from graphrag_lite.config import ExtractClaimsConfig
+from graphrag_lite.config import ExtractClaimsConfig, GraphRagConfig
 from graphrag_lite.estimate import CallEstimate, gleaning_estimate
-from graphrag_lite.extraction.gleaning import CONTINUE_CLAIMS, ExtractionRequest, extract_units, summarize_outcomes
+from graphrag_lite.extraction.gleaning import (
+    CONTINUE_CLAIMS,
+    ExtractionRequest,
+    answered_units,
+    extract_units,
+    summarize_outcomes,
+)
 from graphrag_lite.extraction.tuples import COMPLETION_DELIMITER, RECORD_DELIMITER, TUPLE_DELIMITER, parse_claims_reply
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 from graphrag_lite.prompts import fill, section_prompt
@@ -30,15 +36,26 @@ def claims_prompt(cfg: ExtractClaimsConfig, entity_types: list[str]) -> str:
                 completion_delimiter=COMPLETION_DELIMITER)
 
 
+def claims_request(config: GraphRagConfig) -> ExtractionRequest:
+    cfg = config.extract_claims
+    return ExtractionRequest(stage="extract_claims", model_id=cfg.model_id,
+                             template=claims_prompt(cfg, config.extract_graph.entity_types),
+                             parse=parse_claims_reply, continue_prompt=CONTINUE_CLAIMS,
+                             max_gleanings=cfg.max_gleanings, max_tokens=cfg.max_completion_tokens,
+                             grounded=config.extract_graph.require_grounding)
+
+
 def estimate(ctx: StageContext) -> CallEstimate | None:
     cfg = ctx.config.extract_claims
     if not cfg.enabled:
         return None
     units = ctx.read("base_text_units")
-    base = count_tokens(fill(claims_prompt(cfg, ctx.config.extract_graph.entity_types), input_text=""), "o200k_base")
-    texts = [int(n) for n in units["n_tokens"]]
+    request = claims_request(ctx.config)
+    answered = answered_units(ctx.llm, request, units["text"].tolist())
+    base = count_tokens(fill(request.template, input_text=""), "o200k_base")
+    texts = [int(n) for n, known in zip(units["n_tokens"], answered, strict=True) if not known]
     found = gleaning_estimate("extract_claims", cfg.model_id, [base + n for n in texts], texts, cfg.max_gleanings,
-                              count_tokens(CONTINUE_CLAIMS, "o200k_base"))
+                              count_tokens(CONTINUE_CLAIMS, "o200k_base"), cached=sum(answered))
     found.completion_tokens //= 4  # claims are far fewer than entities and relationships
     return found
 
@@ -49,11 +66,7 @@ def run(ctx: StageContext) -> StageResult:
         return StageResult(tables={"raw_claims": pd.DataFrame(columns=CLAIM_COLUMNS)},
                            summary="disabled (extract_claims.enabled: false)")
     units = ctx.read("base_text_units")
-    request = ExtractionRequest(stage="extract_claims", model_id=cfg.model_id,
-                                template=claims_prompt(cfg, ctx.config.extract_graph.entity_types),
-                                parse=parse_claims_reply, continue_prompt=CONTINUE_CLAIMS,
-                                max_gleanings=cfg.max_gleanings, max_tokens=cfg.max_completion_tokens,
-                                grounded=ctx.config.extract_graph.require_grounding)
+    request = claims_request(ctx.config)
     with ctx.bar(len(units), "text units") as advance:
         outcomes = asyncio.run(extract_units(ctx.llm, request, units, advance))
     rows = [(o.text_unit_id, c.subject, c.object, c.type, c.status, c.start_date, c.end_date, c.description,

@@ -17,6 +17,7 @@ from graphrag_lite.extraction.gleaning import (
     CONTINUE_GRAPH,
     ExtractionRequest,
     UnitOutcome,
+    answered_units,
     extract_units,
     summarize_outcomes,
 )
@@ -68,11 +69,12 @@ def extraction_request(cfg: ExtractGraphConfig, gateway: Gateway) -> ExtractionR
 def estimate(ctx: StageContext) -> CallEstimate:
     cfg = ctx.config.extract_graph
     units = ctx.read("base_text_units")
-    template = extraction_request(cfg, ctx.llm).template
-    base = count_tokens(fill(template, input_text=""), ESTIMATE_ENCODING)
-    texts = [int(n) for n in units["n_tokens"]]
+    request = extraction_request(cfg, ctx.llm)
+    answered = answered_units(ctx.llm, request, units["text"].tolist())
+    base = count_tokens(fill(request.template, input_text=""), ESTIMATE_ENCODING)
+    texts = [int(n) for n, known in zip(units["n_tokens"], answered, strict=True) if not known]
     return gleaning_estimate("extract_graph", cfg.model_id, [base + n for n in texts], texts, cfg.max_gleanings,
-                             count_tokens(CONTINUE_GRAPH, ESTIMATE_ENCODING))
+                             count_tokens(CONTINUE_GRAPH, ESTIMATE_ENCODING), cached=sum(answered))
 
 
 def run(ctx: StageContext) -> StageResult:

@@ -136,7 +136,12 @@ def changes_since_last_run(config: GraphRagConfig) -> dict[str, list[str]] | Non
     store = OutputStore(config.output.base_dir)
     if not store.has("input_documents"):
         return None
-    return document_changes(store.read("input_documents", ["id", "title"]), read_documents(config.input, iter).table)
+    try:
+        loaded = read_documents(config.input, iter)
+    except InputError as err:
+        raise InputError(f"{err}. The index in {config.output.base_dir} is left as it was (it still answers from "
+                         "its documents); to start over, delete that folder") from None
+    return document_changes(store.read("input_documents", ["id", "title"]), loaded.table)
 
 
 def describe_changes(changes: dict[str, list[str]], shown: int = 3) -> str:
@@ -467,7 +472,7 @@ def _to_json(value: dict[str, Any] | None) -> str | None:
 
 def _nothing_usable(cfg: InputConfig, files: list[Path], problems: list[InputProblem]) -> str:
     if not files:
-        return (f"no input files in {cfg.base_dir} match input.file_pattern {cfg.file_pattern!r}; "
+        return (f"no input files in {cfg.base_dir} match input.file_pattern '{cfg.file_pattern}'; "
                 "add documents there or change the pattern")
     shown = "; ".join(str(p) for p in problems[:3])
     return f"no usable documents in {cfg.base_dir}: all {len(files)} files were skipped ({shown})"
