@@ -282,3 +282,16 @@ def test_an_organization_merges_into_a_part_named_after_it_only_when_the_text_ca
     assert {"HARVARD", "HARVARD MEDICAL SCHOOL", "ALDWICK UNIVERSITY"} <= titles and "ALDWICK" not in titles
     assert "Harvard Medical School is not all of Harvard" in merged.ambiguous_aliases.set_index("title").loc[
         "HARVARD", "why"]
+
+
+def test_the_merged_graph_does_not_depend_on_the_order_of_the_text_units():
+    ents = entities(("u2", "Ostra", "GEO", "a lake town"), ("u1", "Ostra", "GEO", "a town on a lake"),
+                    ("u1", "Vell", "PERSON", "a ferryman"), ("u2", "Vell", "PERSON", "rows across the lake"))
+    rels = relationships(("u2", "Vell", "Ostra", "Vell lives in Ostra", 2.0),
+                         ("u1", "Ostra", "Vell", "Ostra is home to Vell", 1.0))
+    one = merge_graph(ents, rels)
+    other = merge_graph(ents.iloc[::-1].reset_index(drop=True), rels.iloc[::-1].reset_index(drop=True))
+    for name in ("entities", "relationships"):
+        pd.testing.assert_frame_equal(getattr(one, name), getattr(other, name))
+    assert one.relationships[["source", "target"]].values.tolist() == [["OSTRA", "VELL"]]  # u1's direction
+    assert one.entities.set_index("title").loc["OSTRA", "descriptions"][0] == "a town on a lake"

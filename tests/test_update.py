@@ -261,3 +261,20 @@ def test_a_resumed_update_says_what_it_still_has_to_finish_and_an_empty_input_ke
     emptied = cli("update", "--root", root)
     assert emptied.exit_code == 2 and "is left as it was" in emptied.output
     assert len(pd.read_parquet(root / "output" / "documents.parquet")) == 2
+
+
+def test_after_edits_renames_and_additions_an_update_equals_a_rebuild(tmp_path: Path, cli):
+    import shutil
+
+    root = indexed(tmp_path, cli, UNRELATED[:3])
+    (root / "input" / UNRELATED[0].name).rename(root / "input" / "zz-renamed.txt")  # now sorts last
+    edited = root / "input" / UNRELATED[2].name
+    edited.write_text("A note first. " + edited.read_text(encoding="utf-8"), encoding="utf-8")
+    shutil.copy2(UNRELATED[4], root / "input" / "aa-first.txt")  # now sorts first
+    assert cli("update", "--root", root).exit_code == 0
+    rebuilt = tmp_path / "rebuilt"
+    shutil.copytree(root / "input", rebuilt / "input", copy_function=shutil.copy2)
+    shutil.copy(root / "settings.yaml", rebuilt / "settings.yaml")
+    assert cli("index", "--root", rebuilt, "--no-cache").exit_code == 0
+    assert_same_tables(final_tables(root / "output", ("human_readable_id",)),
+                       final_tables(rebuilt / "output", ("human_readable_id",)), FINAL_TABLES[:5])

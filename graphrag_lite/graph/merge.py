@@ -44,6 +44,11 @@ class MergeResult:
 def merge_graph(raw_entities: pd.DataFrame, raw_relationships: pd.DataFrame, resolve: bool = True,
                 max_edits: int = 1, generic_words: dict[str, frozenset[str]] | None = None,
                 overrides: AliasOverrides | None = None) -> MergeResult:
+    # records by text unit id (a hash of the text), in their order within a unit: the merged graph (a pair's
+    # direction, the order of descriptions) then does not depend on the order of the input files, so an
+    # update gives what a rebuild of the same documents gives
+    raw_entities, raw_relationships = (raw.sort_values("text_unit_id", kind="stable").reset_index(drop=True)
+                                       for raw in (raw_entities, raw_relationships))
     key_of = overrides.key if overrides else normalize_name
     keys = [key_of(n) for n in raw_entities["name"]]
     groups: dict[str, list[int]] = defaultdict(list)
