@@ -118,7 +118,7 @@ def test_a_graph_clustered_before_gets_its_remembered_communities_and_numbers():
         [(c.community, c.level, c.parent, c.members, c.children) for c in first]
 
 
-def test_a_report_digest_ignores_degrees_and_numbers_but_not_facts():
+def test_a_report_digest_ignores_degrees_but_not_facts_and_the_numbers_citations_use():
     import pandas as pd
 
     from graphrag_lite.graph.report_context import ContextBuilder
@@ -137,6 +137,7 @@ def test_a_report_digest_ignores_degrees_and_numbers_but_not_facts():
         return b.digest(["a", "b"], ["r"], b.build(["a", "b"], ["r"]), [], salt)
 
     same = digest(builder())
-    assert digest(builder(degree=9, number=40)) == same  # the graph grew elsewhere: the report still holds
+    assert digest(builder(degree=9)) == same  # the graph grew elsewhere: the report still holds
+    assert digest(builder(number=40)) != same  # its citations would point at other rows
     assert digest(builder(description="a harbour town with a lighthouse")) != same
     assert digest(builder(), salt="other model|prompt") != same

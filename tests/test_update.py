@@ -278,3 +278,38 @@ def test_after_edits_renames_and_additions_an_update_equals_a_rebuild(tmp_path: 
     assert cli("index", "--root", rebuilt, "--no-cache").exit_code == 0
     assert_same_tables(final_tables(root / "output", ("human_readable_id",)),
                        final_tables(rebuilt / "output", ("human_readable_id",)), FINAL_TABLES[:5])
+
+
+def test_after_an_edit_every_kept_report_cites_rows_that_exist_and_say_the_same(tmp_path: Path, cli):
+    from collections import Counter
+
+    from graphrag_lite.query.citations import cited_ids
+
+    root = indexed(tmp_path, cli, UNRELATED[:3])
+    before = final_tables(root / "output")
+    edited = root / "input" / UNRELATED[0].name  # its claims get new ids: its text units do
+    edited.write_text(edited.read_text(encoding="utf-8") + "\nThe archive closed in winter.\n", encoding="utf-8")
+    assert cli("update", "--root", root).exit_code == 0
+    after = final_tables(root / "output")
+    assert update_stats(root)["update"]["reports"]["reports_kept"] > 0
+    rows = {"Entities": ("entities", ["title", "description"]), "Relationships": ("relationships", ["source",
+            "target", "description"]), "Claims": ("covariates", ["subject_id", "object_id", "type", "description"])}
+    kept = after["community_reports"].merge(before["community_reports"], on=["id", "full_content"])
+    cited: Counter = Counter()
+    for content in kept["full_content"]:
+        for kind, numbers in cited_ids(content).items():
+            if kind not in rows:
+                continue
+            table, columns = rows[kind]
+            old = before[table].set_index("human_readable_id")[columns]
+            new = after[table].set_index("human_readable_id")[columns]
+            for number in numbers:
+                cited[kind] += 1
+                assert number in new.index, f"{kind} ({number}) is gone"
+                assert new.loc[number].tolist() == old.loc[number].tolist()  # the same row it cited
+    assert cited["Entities"] > 0 and cited["Relationships"] > 0  # (the fake's reports cite no claims)
+    facts = ["subject_id", "object_id", "type", "status", "description"]
+    renumbered = before["covariates"].merge(after["covariates"], on=facts)
+    assert len(renumbered) == len(before["covariates"])  # the appended sentence has no claim; the rest are kept
+    assert (renumbered["id_x"] != renumbered["id_y"]).any()  # the edited document's claims have new ids,
+    assert (renumbered["human_readable_id_x"] == renumbered["human_readable_id_y"]).all()  # and their numbers

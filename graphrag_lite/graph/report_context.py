@@ -72,12 +72,13 @@ class ContextBuilder:
         self.relationship_rank = dict(zip(relationships["id"], relationships["combined_degree"], strict=True))
         self.relationship_ends = {rid: (title_to_id[s], title_to_id[t]) for rid, s, t in zip(
             relationships["id"], relationships["source"], relationships["target"], strict=True)}
-        # what a report says, without the numbers and degrees that change when other parts of the graph do
-        self.facts = {eid: f"{title}|{desc}" for eid, title, desc in zip(entities["id"], entities["title"],
-                                                                        entities["description"], strict=True)}
-        self.facts.update((rid, f"{s}|{t}|{desc}") for rid, s, t, desc in zip(
-            relationships["id"], relationships["source"], relationships["target"], relationships["description"],
-            strict=True))
+        # what a report is written from: rows with the numbers it cites (kept across updates), without the
+        # degrees, which change when other parts of the graph do
+        self.facts = {eid: f"{hid}|{title}|{desc}" for eid, hid, title, desc in zip(
+            entities["id"], entities["human_readable_id"], entities["title"], entities["description"], strict=True)}
+        self.facts.update((rid, f"{hid}|{s}|{t}|{desc}") for rid, hid, s, t, desc in zip(
+            relationships["id"], relationships["human_readable_id"], relationships["source"], relationships["target"],
+            relationships["description"], strict=True))
         self.claims: dict[str, list[Row]] = {}
         for hid, subject, kind, status, desc in zip(claims["human_readable_id"], claims["subject_id"], claims["type"],
                                                     claims["status"], claims["description"], strict=True):
@@ -95,12 +96,12 @@ class ContextBuilder:
 
     def digest(self, entity_ids: list[str], relationship_ids: list[str], context: Context,
                children: list[ChildReport], salt: str = "") -> str:
-        """What a report is written from: its community's entities, relationships and claims, and the
-        sub-community reports its context used. Degrees and row numbers are left out: a community whose
-        neighbours changed is still described by its report."""
+        """What a report is written from: its community's entities, relationships and claims with the numbers
+        its citations use, and the sub-community reports its context used. Degrees are left out: a community
+        whose neighbours changed is still described by its report."""
         used = {c.community: c.row.text for c in children}
         facts = sorted(self.facts[e] for e in entity_ids) + sorted(self.facts[r] for r in relationship_ids)
-        claims = sorted(row.text.split("|", 1)[1] for e in entity_ids for row in self.claims.get(e, []))
+        claims = sorted(row.text for e in entity_ids for row in self.claims.get(e, []))
         payload = "\x1e".join([*facts, "", *claims, "", *(used[c] for c in context.substituted),
                                str(self.max_tokens), salt])
         return hashlib.blake2b(payload.encode("utf-8"), digest_size=16).hexdigest()

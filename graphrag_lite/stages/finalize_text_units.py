@@ -18,7 +18,8 @@ COVARIATE_COLUMNS = ["id", "human_readable_id", "covariate_type", "type", "descr
 def run(ctx: StageContext) -> StageResult:
     text_units, covariates = finalize(ctx.read("base_text_units"), ctx.read("entities"), ctx.read("relationships"),
                                       ctx.read("raw_claims"), ctx.read("entity_aliases"))
-    covariates["human_readable_id"] = kept_numbers(covariates["id"], ctx.previous_numbers("covariates"))
+    covariates["human_readable_id"] = claim_numbers(covariates, ctx.previous("covariates", ["id", "human_readable_id",
+                                                                                         *CLAIM_FACTS]))
     linked = int((text_units["entity_ids"].map(len) > 0).sum())
     return StageResult(
         tables={"text_units": text_units, "covariates": covariates},
@@ -58,6 +59,26 @@ def covariate_table(claims: pd.DataFrame, entities: pd.DataFrame, aliases: pd.Da
                      claim.start_date, claim.end_date, claim.source_text, claim.text_unit_id))
     table = pd.DataFrame(rows, columns=COVARIATE_COLUMNS)
     return table.drop_duplicates("id").reset_index(drop=True).assign(human_readable_id=lambda t: range(len(t)))
+
+
+CLAIM_FACTS = ["subject_id", "object_id", "type", "status", "description"]
+
+
+def claim_numbers(claims: pd.DataFrame, previous: pd.DataFrame | None) -> list[int]:
+    """Claims keep their numbers as entities do: by id, else by what they say (an edited document gives its
+    text units, and so its claims, new ids), so a kept report's "Claims (n)" still points at the same claim."""
+    if previous is None:
+        return kept_numbers(claims["id"], None)
+    numbers = dict(zip(previous["id"], previous["human_readable_id"], strict=True))
+    current = set(claims["id"])
+    vanished: dict[tuple[object, ...], list[int]] = defaultdict(list)
+    for row_id, number, *facts in previous[["id", "human_readable_id", *CLAIM_FACTS]].itertuples(index=False):
+        if row_id not in current:
+            vanished[tuple(facts)].append(int(number))
+    for row_id, *facts in claims[["id", *CLAIM_FACTS]].itertuples(index=False):
+        if row_id not in numbers and vanished[tuple(facts)]:
+            numbers[row_id] = vanished[tuple(facts)].pop(0)
+    return kept_numbers(claims["id"], numbers)
 
 
 STAGE = Stage(
