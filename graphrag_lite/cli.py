@@ -113,13 +113,13 @@ def build_index(out: Console, root: Path, config: Path | None, set_: list[str], 
     if update and built_with is None:
         raise MissingIndex(f"no index in {cfg.output.base_dir} to update; build it first with "
                            f"`{index_command(root)}`")
-    if built_with is not None and built_with != pipeline.name:
+    if built_with is not None and built_with[0] != pipeline.name:
         if update and method is None:  # an update keeps the method of the index it updates
-            cfg, pipeline = configure(root, config, set_, built_with)
+            cfg, pipeline = configure(root, config, set_, built_with[1])
         else:
-            out.print(f"[yellow]note:[/yellow] the index in {cfg.output.base_dir} was built with the {built_with} "
-                      f"method; this run uses {pipeline.name}, and re-runs what it changes (`update`, or "
-                      f"--method {built_with}, keeps {built_with})", highlight=False)
+            out.print(f"[yellow]note:[/yellow] the index in {cfg.output.base_dir} was built with the "
+                      f"{built_with[0]} method; this run uses {pipeline.name}, and re-runs what it changes "
+                      f"(`update`, or --method {built_with[1]}, keeps {built_with[0]})", highlight=False)
     verb = "Updating" if built_with is not None else "Indexing"
     out.print(f"{verb} with pipeline [bold]{pipeline.name}[/bold] ({' → '.join(s.name for s in pipeline.stages)})",
               highlight=False)
@@ -142,16 +142,22 @@ def build_index(out: Console, root: Path, config: Path | None, set_: list[str], 
     return 0
 
 
-def indexed_method(output: Path) -> str | None:
-    """The method (pipeline) the index in `output` was built with, as its last run's stats.json names it;
-    None when there is no index there yet (no entities table)."""
+def indexed_method(output: Path) -> tuple[str, str] | None:
+    """The method the index in `output` was built with: its name, and the name or pipeline file that runs it
+    again (as its last run's stats.json says); None when there is no index there yet (no entities table)."""
+    from graphrag_lite.pipeline import available_pipelines
     from graphrag_lite.storage import read_json
 
-    stats = output / "stats.json"
-    if not (output / "entities.parquet").is_file() or not stats.is_file():
+    stats_path = output / "stats.json"
+    if not (output / "entities.parquet").is_file() or not stats_path.is_file():
         return None
-    name = read_json(stats).get("pipeline")
-    return name if isinstance(name, str) else None
+    stats = read_json(stats_path)
+    name, source = stats.get("pipeline"), stats.get("pipeline_file")
+    if not isinstance(name, str):
+        return None
+    if name in available_pipelines() or not isinstance(source, str) or not Path(source).is_file():
+        return name, name
+    return name, source
 
 
 def _print_pending_changes(out: Console, cfg: Any) -> None:

@@ -146,6 +146,7 @@ class Pipeline:
     description: str
     stages: list[Stage]
     settings: dict[str, Any] = field(default_factory=dict)  # recommended settings, over settings.yaml
+    source: str = ""  # the pipeline file, so `update` can run an index's own pipeline again
 
 
 def load_pipeline(name_or_path: str, registry: dict[str, Stage], root: Path | None = None) -> Pipeline:
@@ -177,7 +178,8 @@ def load_pipeline(name_or_path: str, registry: dict[str, Stage], root: Path | No
     settings = data.get("settings") or {}
     if not isinstance(settings, dict):
         raise PipelineFileError(f"{path}: `settings:` must be a mapping of sections")
-    return Pipeline(name=path.stem, description=str(data.get("description", "")), stages=stages, settings=settings)
+    return Pipeline(name=path.stem, description=str(data.get("description", "")), stages=stages, settings=settings,
+                    source=str(path.resolve()))
 
 
 QUERY_SECTIONS = ("local_search", "global_search", "basic_search")
@@ -449,8 +451,10 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
     """Run the pipeline; `plan` is (the first stage --force/--from re-runs, how many leading stages were
     already found reusable)."""
     rerun_from, reusable = plan
-    stats: dict[str, Any] = {"pipeline": pipeline.name, "version": __version__, "status": "running",
-                             "started": _now(), "stages": {}}
+    stats: dict[str, Any] = {"pipeline": pipeline.name, "pipeline_file": pipeline.source, "version": __version__,
+                             "status": "running", "started": _now(), "stages": {}}
+    earlier = read_json(store.base_dir / STATS_FILE).get("status") if (store.base_dir / STATS_FILE).is_file() else None
+    resuming = earlier is not None and not str(earlier).startswith("completed")
     run_started = time.perf_counter()
     digests: dict[str, str] = {}  # table -> digest of the version the next stages read
     status = "completed"
@@ -494,34 +498,36 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
         status, stats["error"] = "failed", f"{type(err).__name__}: {err}"
         raise
     finally:
-        incomplete = _finish(stats, status, models, store, run_started)
+        incomplete = _finish(stats, (status, resuming), models, store, run_started)
     problems = sum(len(s.get("problems", [])) for s in stats["stages"].values())
     return RunSummary(status=stats["status"], stages=stats["stages"], output_dir=store.base_dir, problems=problems,
                       llm=stats["llm"], incomplete=incomplete)
 
 
-def _finish(stats: dict[str, Any], status: str, models: ModelAccess, store: OutputStore, run_started: float
-            ) -> list[str]:
+def _finish(stats: dict[str, Any], ending: tuple[str, bool], models: ModelAccess, store: OutputStore,
+            run_started: float) -> list[str]:
     """Write the run's final stats.json (status, model totals, the update record); returns the stages that
-    ran with failures."""
+    ran with failures. `ending`: how the run ended, and whether it resumed an unfinished one."""
+    status, resuming = ending
     incomplete = [name for name, s in stats["stages"].items() if str(s.get("status", "")).startswith("ran with")]
     if status == "completed" and incomplete:
         status = "completed with failures"
     stats["status"] = status
     stats["llm"] = models.totals()
-    if (update := update_record(stats["stages"], stats["llm"])) is not None:
+    if (update := update_record(stats["stages"], stats["llm"], resuming)) is not None:
         stats["update"] = update
     _write_stats(store, stats, run_started)
     models.close()
     return incomplete
 
 
-def update_record(stages: dict[str, Any], llm: dict[str, Any] | None) -> dict[str, Any] | None:
+def update_record(stages: dict[str, Any], llm: dict[str, Any] | None, resuming: bool) -> dict[str, Any] | None:
     """What a run over an existing index changed, for stats.json: documents added, changed, deleted and
-    renamed, text units new and removed, reports written and kept, and the model calls it cost (None when
-    the input was not read again, or on a first run)."""
-    changes = stages.get("load_documents", {}).get("details", {}).get("documents_since_last_run")
-    if not changes:
+    renamed, text units new and removed, reports written and kept, and the model calls it cost (None on a
+    first run, or when the input was not read again, unless this run finishes an interrupted one)."""
+    reading = stages.get("load_documents", {})
+    changes = reading.get("details", {}).get("documents_since_last_run")
+    if not changes or (str(reading.get("status", "")).startswith("unchanged") and not resuming):
         return None
     units = stages.get("chunk_text", {}).get("details", {})
     stage: dict[str, Any] = next((s for name, s in stages.items() if name.startswith("community_reports")), {})

@@ -313,3 +313,20 @@ def test_after_an_edit_every_kept_report_cites_rows_that_exist_and_say_the_same(
     assert len(renumbered) == len(before["covariates"])  # the appended sentence has no claim; the rest are kept
     assert (renumbered["id_x"] != renumbered["id_y"]).any()  # the edited document's claims have new ids,
     assert (renumbered["human_readable_id_x"] == renumbered["human_readable_id_y"]).all()  # and their numbers
+
+
+def test_an_update_runs_a_custom_pipeline_again_and_a_settings_change_is_not_an_update(tmp_path: Path, cli):
+    import shutil
+
+    from tests.conftest import REPO, make_project
+
+    root = make_project(tmp_path / "p", UNRELATED[:2])
+    shutil.copy(REPO / "pipelines" / "standard.yaml", root / "mine.yaml")
+    assert cli("index", "--root", root, "--method", root / "mine.yaml").exit_code == 0
+    shutil.copy2(UNRELATED[2], root / "input" / UNRELATED[2].name)
+    updated = cli("update", "--root", root)
+    assert updated.exit_code == 0 and "Updating with pipeline mine" in updated.output
+    assert update_stats(root)["update"]["documents"]["added"] == 1
+    again = cli("update", "--root", root, "--set", "community_reports.max_length=1700")
+    assert again.exit_code == 0 and "0 added, 0 changed, 0 deleted, 0 renamed" in again.output
+    assert "update" not in update_stats(root)  # the documents did not change: not an update

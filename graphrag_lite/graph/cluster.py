@@ -98,7 +98,8 @@ def hierarchical_leiden(graph: ig.Graph, max_cluster_size: int, seed: int, use_l
     connected = [v for v, d in enumerate(graph.degree()) if d > 0]
     roots = largest_component(graph) if use_lcc else connected
     key = _memo_key(graph, roots, max_cluster_size, seed, names) if memo is not None and roots else ""
-    stored = memo.get(key) if memo is not None and key else None
+    # a first run clusters afresh (an index is a function of its graph); an update takes a graph it saw before
+    stored = memo.get(key) if memo is not None and key and previous is not None else None
     index = {names[v]: v for v in roots}
     clustered = ([_group_from_names(item, index) for item in stored] if stored is not None else
                  _split(graph, roots, 0, max_cluster_size, seed, names, previous) if roots else [])
