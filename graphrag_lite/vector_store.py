@@ -70,8 +70,10 @@ def _stored_texts(db: Any, name: str, dimension: int | None) -> dict[str, str] |
     columns, a vector column when none is wanted (dimension None) or none / another size when one is."""
     try:
         table = db.open_table(name)
-    except Exception:  # missing ("Table 'x' was not found": ValueError) or unreadable: recreated, as before
-        return None
+    except ValueError as err:  # missing: created; anything else (permissions, storage) is not hidden by a rebuild
+        if "not found" in str(err).lower():
+            return None
+        raise
     schema = table.schema
     if schema.names != ["id", "text", *(["vector"] if dimension is not None else [])]:
         return None
@@ -126,25 +128,6 @@ def apply_update(db: Any, name: str, ids: list[str], texts: list[str], update: T
         # added text and not the deleted. Same tokenizer settings, no second index; on 300,000 rows it took
         # 0.9-2.2 s where re-creating the index took 3.0-3.9 s.
         table.optimize()
-
-
-def update_table(db: Any, name: str, ids: list[str], texts: list[str],
-                 vectors: list[list[float]] | None) -> TableUpdate:
-    """Bring the table to exactly these rows in place (see plan_update); the vectors given for unchanged
-    rows are not used: the stored ones stay."""
-    dimension = None if vectors is None else len(vectors[0]) if vectors else _stored_dimension(db, name)
-    update = plan_update(db, name, ids, texts, dimension)
-    apply_update(db, name, ids, texts, update, None if vectors is None else [vectors[k] for k in update.add])
-    return update
-
-
-def _stored_dimension(db: Any, name: str) -> int:
-    """The size of the stored table's vectors (0 when there is none), for an update that adds no vector."""
-    try:
-        kind = db.open_table(name).schema.field("vector").type
-    except (ValueError, KeyError, FileNotFoundError):
-        return 0
-    return int(kind.list_size) if pa.types.is_fixed_size_list(kind) else 0
 
 
 def read_manifest(output_dir: Path) -> dict[str, Any] | None:

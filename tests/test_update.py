@@ -330,3 +330,16 @@ def test_an_update_runs_a_custom_pipeline_again_and_a_settings_change_is_not_an_
     again = cli("update", "--root", root, "--set", "community_reports.max_length=1700")
     assert again.exit_code == 0 and "0 added, 0 changed, 0 deleted, 0 renamed" in again.output
     assert "update" not in update_stats(root)  # the documents did not change: not an update
+
+
+def test_reports_of_an_older_index_are_written_again_and_the_run_says_why(tmp_path: Path, cli):
+    import shutil
+
+    root = indexed(tmp_path, cli, UNRELATED[:2])
+    reports = pd.read_parquet(root / "output" / "community_reports.parquet").drop(columns=["inputs_digest"])
+    reports.to_parquet(root / "output" / "community_reports.parquet", index=False)  # as written before 0.2
+    shutil.copy2(UNRELATED[2], root / "input" / UNRELATED[2].name)
+    updated = cli("update", "--root", root)
+    assert updated.exit_code == 0 and "none kept: the last run's reports do not say what they were written from" \
+        in updated.output
+    assert update_stats(root)["update"]["reports"]["reports_kept"] == 0

@@ -6,10 +6,29 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import pyarrow as pa
 import pytest
 
-from graphrag_lite.vector_store import MANIFEST, connect, update_table, write_table
+from graphrag_lite.vector_store import MANIFEST, TableUpdate, apply_update, connect, plan_update, write_table
 from tests.conftest import DATA, add_inputs, make_project
+
+
+def update_table(db, name: str, ids: list[str], texts: list[str], vectors: list[list[float]] | None) -> TableUpdate:
+    """What embed_text does to one table: plan the change, then make it with the added rows' vectors (the
+    vectors given for unchanged rows are not used: the stored ones stay)."""
+    dimension = None if vectors is None else len(vectors[0]) if vectors else stored_dimension(db, name)
+    update = plan_update(db, name, ids, texts, dimension)
+    apply_update(db, name, ids, texts, update, None if vectors is None else [vectors[k] for k in update.add])
+    return update
+
+
+def stored_dimension(db, name: str) -> int:
+    try:
+        kind = db.open_table(name).schema.field("vector").type
+    except (ValueError, KeyError, FileNotFoundError):
+        return 0
+    return int(kind.list_size) if pa.types.is_fixed_size_list(kind) else 0
+
 
 
 def vec(x: float, dimension: int = 4) -> list[float]:

@@ -69,13 +69,17 @@ def run(ctx: StageContext) -> StageResult:
     template = fill(template, max_report_length=cfg.max_length)
     model = ctx.config.models[cfg.model_id]
     writer = ReportWriter(ctx.llm if len(communities) else None, cfg.model_id, template, builder,
-                          previous_reports(ctx), salt=f"{model.model}|{model.call_args}|{template}")
+                          previous_reports(ctx),
+                          salt=f"{model.model}|{model.api_base or ''}|{model.call_args}|{template}")
     with ctx.bar(len(communities), "reports") as advance:
         rows, contexts = writer.generate(communities, advance)
     table = pd.DataFrame(rows, columns=REPORT_COLUMNS).sort_values("community").reset_index(drop=True)
     failed = table[table["status"] != "ok"]
     substituted = sum(bool(c.substituted) for c in contexts.values())
     kept = f"{writer.kept} kept from the last run (same members, relationships and claims), " if writer.kept else ""
+    if ctx.store.has("community_reports") and "inputs_digest" not in ctx.store.columns("community_reports"):
+        kept = "none kept: the last run's reports do not say what they were written from (written before reports " \
+               "were kept), "
     return StageResult(
         tables={"community_reports": table},
         summary=f"{len(table) - len(failed)} of {len(table)} communities reported ({kept}{writer.written} "
