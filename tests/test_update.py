@@ -343,3 +343,23 @@ def test_reports_of_an_older_index_are_written_again_and_the_run_says_why(tmp_pa
     assert updated.exit_code == 0 and "none kept: the last run's reports do not say what they were written from" \
         in updated.output
     assert update_stats(root)["update"]["reports"]["reports_kept"] == 0
+
+
+def test_a_copy_of_an_indexed_file_is_the_duplicate_and_an_edited_row_with_an_id_is_changed(tmp_path: Path, cli):
+    import shutil
+
+    root = sample_project(tmp_path / "p")
+    (root / "input" / "rows.csv").write_text("id,text\nd1,Sir W. Pen went to Deptford by water.\n"
+                                             "d2,Mr. Creed dined with my Lord at Whitehall.\n", encoding="utf-8")
+    (root / "settings.yaml").write_text("input:\n  id_column: id\n", encoding="utf-8")
+    assert cli("index", "--root", root, "--method", "fast").exit_code == 0
+    diary = next(p for p in (root / "input").glob("*.txt"))
+    shutil.copy2(diary, root / "input" / ("a-copy-" + diary.name))  # sorts before the original
+    (root / "input" / "rows.csv").write_text("id,text\nd1,Sir W. Pen went to Woolwich by water.\n"
+                                             "d2,Mr. Creed dined with my Lord at Whitehall.\n", encoding="utf-8")
+    updated = cli("update", "--root", root)
+    assert updated.exit_code == 0, updated.output
+    assert "0 added, 1 changed (rows.csv row 1), 0 deleted, 0 renamed" in " ".join(updated.output.split())
+    assert f"a-copy-{diary.name}: duplicate of {diary.name}" in " ".join(updated.output.split())
+    titles = set(pd.read_parquet(root / "output" / "documents.parquet")["title"])
+    assert diary.name in titles and f"a-copy-{diary.name}" not in titles

@@ -76,7 +76,11 @@ class InputProblem:
 
 def run(ctx: StageContext) -> StageResult:
     cfg = ctx.config.input
-    loaded = read_documents(cfg, lambda files: ctx.track(files, total=len(files), what="files"))
+    # the last run's documents by id, number and title only (and texts when ids are given, to tell an edit):
+    # their texts are not needed to tell what changed
+    previous = ctx.previous("input_documents", ["id", "human_readable_id", "title", *_texts_if_ids_given(cfg)])
+    loaded = read_documents(cfg, lambda files: ctx.track(files, total=len(files), what="files"),
+                            known=frozenset(previous["title"]) if previous is not None else frozenset())
     table, files, dropped, problems = loaded.table, loaded.files, loaded.dropped, loaded.problems
     summary = f"{len(files)} files -> {len(table)} documents"
     if dropped:
@@ -85,8 +89,6 @@ def run(ctx: StageContext) -> StageResult:
         summary += f"; {skipped} rows skipped (listed in stats.json)"
     if loaded.unmatched:
         summary += f"; {loaded.unmatched} files ignored (not matching input.file_pattern)"
-    # the last run's documents by id, number and title only: their texts are not needed to tell what changed
-    previous = ctx.previous("input_documents", ["id", "human_readable_id", "title"])
     if previous is not None:
         table["human_readable_id"] = kept_numbers(table["id"], dict(zip(previous["id"], previous["human_readable_id"],
                                                                         strict=True)))
@@ -109,8 +111,11 @@ class LoadedInput:
     unmatched: int  # files not matching input.file_pattern
 
 
-def read_documents(cfg: InputConfig, track: Callable[[list[Path]], Iterable[Path]]) -> LoadedInput:
-    """Every input file read, checked and turned into documents; `track` wraps the files in a progress bar."""
+def read_documents(cfg: InputConfig, track: Callable[[list[Path]], Iterable[Path]],
+                   known: frozenset[str] = frozenset()) -> LoadedInput:
+    """Every input file read, checked and turned into documents; `track` wraps the files in a progress bar.
+    Of two files with the same text, one titled as a `known` document (indexed before) is kept: a copy of
+    an indexed file is the duplicate, not the original."""
     files, unmatched = list_input_files(cfg)
     raw: list[RawDocument] = []
     problems: list[InputProblem] = []
@@ -120,6 +125,7 @@ def read_documents(cfg: InputConfig, track: Callable[[list[Path]], Iterable[Path
         origin.update((doc.source, path.relative_to(cfg.base_dir).as_posix()) for doc in documents)
         raw.extend(documents)
         problems.extend(file_problems)
+    raw = sorted(raw, key=lambda doc: doc.title not in known)  # stable: the known ones first
     table, duplicates = build_documents(raw, cfg.metadata, cfg.text_column)
     problems.extend(duplicates)
     if table.empty:
@@ -136,12 +142,18 @@ def changes_since_last_run(config: GraphRagConfig) -> dict[str, list[str]] | Non
     store = OutputStore(config.output.base_dir)
     if not store.has("input_documents"):
         return None
+    previous = store.read("input_documents", ["id", "title", *_texts_if_ids_given(config.input)])
     try:
-        loaded = read_documents(config.input, iter)
+        loaded = read_documents(config.input, iter, frozenset(previous["title"]))
     except InputError as err:
         raise InputError(f"{err}. The index in {config.output.base_dir} is left as it was (it still answers from "
                          "its documents); to start over, delete that folder") from None
-    return document_changes(store.read("input_documents", ["id", "title"]), loaded.table)
+    return document_changes(previous, loaded.table)
+
+
+def _texts_if_ids_given(cfg: InputConfig) -> list[str]:
+    """["text"] when documents may have ids from a column, which then do not change with their text."""
+    return ["text"] if cfg.id_column or any(rule.id_column for rule in cfg.files or []) else []
 
 
 def describe_changes(changes: dict[str, list[str]], shown: int = 3) -> str:
@@ -159,8 +171,13 @@ def document_changes(previous: pd.DataFrame | None, current: pd.DataFrame) -> di
     old = dict(zip(previous["id"], previous["title"], strict=True))
     new = dict(zip(current["id"], current["title"], strict=True))
     old_titles, new_titles = set(old.values()), set(new.values())
+    edited = set()  # ids from a column stay when the text changes: compare the texts (read only then)
+    if "text" in previous:
+        old_texts = dict(zip(previous["id"], previous["text"], strict=True))
+        edited = {t for i, t, text in zip(current["id"], current["title"], current["text"], strict=True)
+                  if i in old_texts and old_texts[i] != text}
     return {"added": sorted(t for i, t in new.items() if i not in old and t not in old_titles),
-            "changed": sorted(t for i, t in new.items() if i not in old and t in old_titles),
+            "changed": sorted({t for i, t in new.items() if i not in old and t in old_titles} | edited),
             "deleted": sorted(t for i, t in old.items() if i not in new and t not in new_titles),
             "renamed": sorted(f"{old[i]} -> {t}" for i, t in new.items() if i in old and old[i] != t)}
 
