@@ -141,3 +141,34 @@ def test_a_report_digest_ignores_degrees_but_not_facts_and_the_numbers_citations
     assert digest(builder(number=40)) != same  # its citations would point at other rows
     assert digest(builder(description="a harbour town with a lighthouse")) != same
     assert digest(builder(), salt="other model|prompt") != same
+
+
+def test_vertices_of_an_unchanged_component_keep_their_communities_exactly():
+    from graphrag_lite.graph.cluster import Previous
+
+    clique = [(a, b) for a in range(6) for b in range(a + 1, 6)]
+    graph = build_graph(12, clique + [(a + 6, b + 6) for a, b in clique], [1.0] * 2 * len(clique))
+    names = [f"e{v}" for v in range(12)]
+    halves = [(0, 0, names[0:3]), (0, 1, names[3:6]), (0, 2, names[6:9]), (0, 3, names[9:12])]  # not optimal
+
+    def level0(previous):
+        return sorted(sorted(c.members) for c in hierarchical_leiden(graph, 10, 1, names=names, previous=previous)
+                      if c.level == 0)
+
+    assert level0(Previous.from_rows(halves)) == [list(range(6)), list(range(6, 12))]  # Leiden improves on them
+    settled = Previous.from_rows(halves)
+    settled.settled = frozenset(names[:6])  # the first clique's component did not change since that partition
+    assert level0(settled) == [[0, 1, 2], [3, 4, 5], list(range(6, 12))]
+
+
+def test_a_component_is_settled_only_when_its_relationships_and_weights_are_as_before():
+    from graphrag_lite.stages.cluster_graph import settled_entities
+
+    graph = build_graph(5, [(0, 1), (1, 2), (3, 4)], [1.0, 2.0, 1.0])
+    ids, rels = ["a", "b", "c", "d", "e"], ["ab", "bc", "de"]
+    before = {"a": {("ab", 1.0)}, "b": {("ab", 1.0), ("bc", 2.0)}, "c": {("bc", 2.0)},
+              "d": {("de", 3.0)}, "e": {("de", 3.0)}}  # d-e weighed 3 then
+    assert settled_entities(graph, ids, rels, before) == {"a", "b", "c"}
+    before["c"] = before["c"] | {("cx", 1.0)}  # c also had an edge that is gone now
+    assert settled_entities(graph, ids, rels, before) == frozenset()
+    assert settled_entities(graph, ids, rels, None) == frozenset()

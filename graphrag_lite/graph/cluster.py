@@ -6,14 +6,16 @@ connected component. Entities with no relationship come as `loose` groups chosen
 level-0 communities that are never split. Every community larger than `max_cluster_size` is partitioned
 again on its induced subgraph at the next level, until communities are small enough or cannot be split.
 
-Updates: with the `previous` partition, Leiden starts from it (its initial membership: each vertex in its last
-community at that level, new vertices alone) instead of from scratch, so the parts of the graph an update did
-not touch keep their membership (bench/incremental_update.py counts them). With a `memo` (the answer cache), a
-graph clustered before gets the very communities it had then, so a document added and removed again leaves
-the communities as they were. Communities are numbered level by level (children after their parents);
-`number_groups` keeps the number of a community that matches a previous one of its level (same members,
-else the largest member overlap, at least half of the two together), so an unchanged community keeps its
-number, and a changed one its place.
+Updates: with the `previous` partition, Leiden starts from it (its initial membership: each vertex in its
+last community at that level, new vertices alone) instead of from scratch, and the vertices of connected
+components that did not change at all keep their communities (Leiden's fixed membership), so the parts of
+the graph an update did not touch keep their membership (bench/incremental_update.py counts them). With a
+`memo` (the answer cache), a graph clustered before gets the very communities it had then, so a document
+added and removed again leaves the communities as they were.
+
+Communities are numbered level by level (children after their parents); `number_groups` keeps the number of
+a community that matches a previous one of its level (same members, else the largest member overlap, at
+least half of the two together), so an unchanged community keeps its number, and a changed one its place.
 """
 
 from __future__ import annotations
@@ -61,6 +63,7 @@ class Previous:
     {members: number}."""
     membership: list[dict[str, int]]
     numbers: list[dict[frozenset[str], int]]
+    settled: frozenset[str] = frozenset()  # vertices whose connected component did not change: they stay put
 
     @classmethod
     def from_rows(cls, rows: Sequence[tuple[int, int, Sequence[str]]]) -> Previous:
@@ -79,12 +82,16 @@ def build_graph(n_vertices: int, edges: list[tuple[int, int]], weights: list[flo
     return graph
 
 
-def partition(graph: ig.Graph, members: list[int], seed: int, initial: list[int] | None = None) -> list[list[int]]:
+def partition(graph: ig.Graph, members: list[int], seed: int, initial: list[int] | None = None,
+              fixed: list[bool] | None = None) -> list[list[int]]:
     """Leiden modularity communities of the subgraph induced by `members` (sorted), as lists of original
-    indices, largest first (ties by smallest member), so the order is deterministic."""
+    indices, largest first (ties by smallest member), so the order is deterministic. `initial`: the starting
+    membership; `fixed`: vertices that keep theirs."""
     sub = graph.induced_subgraph(members)
-    found = leidenalg.find_partition(sub, leidenalg.ModularityVertexPartition, weights="weight", seed=seed,
-                                     initial_membership=initial)
+    found = leidenalg.ModularityVertexPartition(sub, initial_membership=initial, weights="weight")
+    optimiser = leidenalg.Optimiser()  # what leidenalg.find_partition does, with fixed vertices
+    optimiser.set_rng_seed(seed)
+    optimiser.optimise_partition(found, n_iterations=2, is_membership_fixed=fixed)
     groups = [sorted(members[v] for v in group) for group in found if group]
     return sorted(groups, key=lambda g: (-len(g), g[0]))
 
@@ -120,7 +127,8 @@ def largest_component(graph: ig.Graph) -> list[int]:
 
 def _split(graph: ig.Graph, members: list[int], level: int, max_size: int, seed: int, names: list[str],
            previous: Previous | None) -> list[Group]:
-    groups = partition(graph, members, seed, _initial(members, level, names, previous))
+    initial = _initial(members, level, names, previous)
+    groups = partition(graph, members, seed, initial, _fixed(members, level, names, previous))
     if level > 0 and len(groups) < 2:  # cannot be split: it stays a leaf
         return []
     return [Group(g, _split(graph, g, level + 1, max_size, seed, names, previous) if len(g) > max_size else [])
@@ -138,6 +146,16 @@ def _initial(members: list[int], level: int, names: list[str], previous: Previou
         return None
     dense: dict[tuple[str, object], int] = {}
     return [dense.setdefault(label, len(dense)) for label in labels]
+
+
+def _fixed(members: list[int], level: int, names: list[str], previous: Previous | None) -> list[bool] | None:
+    """The vertices of unchanged components that had a community at this level keep it: a part of the
+    graph an update did not touch keeps its communities exactly."""
+    if previous is None or level >= len(previous.membership):
+        return None
+    last = previous.membership[level]
+    fixed = [names[v] in previous.settled and names[v] in last for v in members]
+    return fixed if any(fixed) else None
 
 
 def _memo_key(graph: ig.Graph, members: list[int], max_size: int, seed: int, names: list[str]) -> str:

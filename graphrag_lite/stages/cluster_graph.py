@@ -4,9 +4,11 @@ communities, and the final `entities`, `relationships` and `communities` tables 
 from __future__ import annotations
 
 import itertools
+from collections import defaultdict
 from dataclasses import dataclass
 from datetime import UTC, datetime
 
+import igraph as ig
 import pandas as pd
 
 from graphrag_lite.graph.cluster import Community, Memo, Previous, build_graph, hierarchical_leiden
@@ -57,14 +59,39 @@ class PreviousRun:
     entity_numbers: dict[str, int] | None = None
     relationship_numbers: dict[str, int] | None = None
     communities: Previous | None = None
+    edges: dict[str, set[tuple[str, float]]] | None = None  # entity id -> its (relationship id, weight)
 
 
 def previous_run(ctx: StageContext) -> PreviousRun:
     communities = ctx.previous("communities", ["level", "community", "entity_ids"])
     rows = [] if communities is None else list(zip(communities["level"], communities["community"],
                                                      communities["entity_ids"], strict=True))
+    relationships = ctx.previous("relationships", ["id", "source", "target", "weight"])
+    edges: dict[str, set[tuple[str, float]]] | None = None
+    if relationships is not None:
+        edges = defaultdict(set)
+        for rid, source, target, weight in relationships.itertuples(index=False):
+            for title in (source, target):
+                edges[stable_id("entity", title)].add((rid, float(weight)))
     return PreviousRun(ctx.previous_numbers("entities"), ctx.previous_numbers("relationships"),
-                       Previous.from_rows([(int(lvl), int(n), list(ids)) for lvl, n, ids in rows]) if rows else None)
+                       Previous.from_rows([(int(lvl), int(n), list(ids)) for lvl, n, ids in rows]) if rows else None,
+                       edges)
+
+
+def settled_entities(graph: ig.Graph, entity_ids: list[str], relationship_ids: list[str],
+                     previous: dict[str, set[tuple[str, float]]] | None) -> frozenset[str]:
+    """The entities whose connected component is exactly as in the last run: the same relationships, of the
+    same weights, and nothing else then (a component changes when an edge of it is added, removed, re-weighted)."""
+    if not previous:
+        return frozenset()
+    membership = graph.connected_components().membership
+    now: dict[int, set[tuple[str, float]]] = defaultdict(set)
+    for e, ((a, _), weight) in enumerate(zip(graph.get_edgelist(), graph.es["weight"], strict=True)):
+        now[membership[a]].add((relationship_ids[e], float(weight)))
+    before: dict[int, set[tuple[str, float]]] = defaultdict(set)
+    for v, component in enumerate(membership):
+        before[component] |= previous.get(entity_ids[v], set())
+    return frozenset(entity_ids[v] for v, c in enumerate(membership) if now[c] and now[c] == before[c])
 
 
 def kept_communities(previous: pd.DataFrame | None, communities: pd.DataFrame) -> int | None:
@@ -97,6 +124,8 @@ def finalize_graph(entities: pd.DataFrame, relationships: pd.DataFrame, max_clus
         combined_degree=[degree[a] + degree[b] for a, b in edges],
     )[["id", "human_readable_id", "source", "target", "description", "weight", "combined_degree", "text_unit_ids"]]
 
+    if previous.communities is not None:
+        previous.communities.settled = settled_entities(graph, entity_ids, relationship_ids, previous.edges)
     tree = hierarchical_leiden(graph, max_cluster_size, seed, use_lcc,
                                loose_groups(entities["text_unit_ids"].tolist(), degree, max_cluster_size),
                                names=entity_ids, previous=previous.communities, memo=memo)
