@@ -11,7 +11,8 @@ count in --added, that many further files are added to a copy of the finished pr
 and `update` runs; a last copy has its first document deleted. For each stage, the model calls sent (calls
 answered from the cache aside) of the full index and of every update are printed, with the share of the full
 index's calls each update sent (issue 15's targets: at most 5% for one document added to 100, and 20% for
-10% more documents), the reports kept and written, and the communities kept with exactly their members.
+10% more documents), the reports kept and written, the communities kept with exactly their members, and
+the level-0 modularity of the updated communities against a fresh clustering of the same graph.
 """
 
 from __future__ import annotations
@@ -71,6 +72,34 @@ def member_sets(root: Path) -> set[frozenset[str]]:
     return {frozenset(titles[e] for e in ids) for ids in communities["entity_ids"]}
 
 
+def modularity(root: Path) -> tuple[float, float]:
+    """The level-0 modularity of the index's communities, and of a fresh clustering of the same graph (what
+    starting from the previous partition costs in quality)."""
+    import pandas as pd
+
+    from graphrag_lite.graph.cluster import build_graph, hierarchical_leiden
+
+    entities = pd.read_parquet(root / "output" / "entities.parquet")
+    relationships = pd.read_parquet(root / "output" / "relationships.parquet")
+    communities = pd.read_parquet(root / "output" / "communities.parquet")
+    index = {title: i for i, title in enumerate(sorted(entities["title"]))}
+    ids = dict(zip(entities["id"], entities["title"], strict=True))
+    graph = build_graph(len(index), [(index[a], index[b]) for a, b in zip(relationships["source"],
+                                                                          relationships["target"], strict=True)],
+                        relationships["weight"].astype(float).tolist())
+    membership = [0] * len(index)
+    level0 = communities[communities["level"] == 0]
+    for number, members in zip(level0["community"], level0["entity_ids"], strict=True):
+        for entity in members:
+            membership[index[ids[entity]]] = int(number) + 1
+    fresh = [0] * len(index)
+    for c in hierarchical_leiden(graph, 10, 0xDEADBEEF):
+        if c.level == 0:
+            for v in c.members:
+                fresh[v] = c.community + 1
+    return graph.modularity(membership, weights="weight"), graph.modularity(fresh, weights="weight")
+
+
 def run(command: str, root: Path) -> dict:
     """Run `index` or `update`; returns stats.json."""
     done = subprocess.run([sys.executable, "-m", "graphrag_lite", command, "--root", str(root), "--quiet"],
@@ -94,7 +123,7 @@ def variant(base: Path, scratch: Path, name: str, documents: list[tuple[str, str
         path.unlink()
     stats = run("update", project)
     before, after = member_sets(base), member_sets(project)
-    return calls_sent(stats), stats.get("update", {}), (len(after & before), len(after))
+    return calls_sent(stats), stats.get("update", {}), (len(after & before), len(after)), modularity(project)
 
 
 def main() -> None:
@@ -119,21 +148,22 @@ def main() -> None:
 
 
 def report(args: argparse.Namespace, full: dict[str, int], runs: dict[str, tuple]) -> None:
-    stages = list(dict.fromkeys([*full, *(s for sent, _, _ in runs.values() for s in sent)]))
+    stages = list(dict.fromkeys([*full, *(s for sent, *_ in runs.values() for s in sent)]))
     print(f"model calls sent, {args.documents} {args.corpus} documents (fake provider, cache kept between runs)")
     print(f"{'stage':24}{'full index':>12}" + "".join(f"{name:>12}" for name in runs))
     for stage in [*stages, "all"]:
         values = [sum(full.values()) if stage == "all" else full.get(stage, 0)]
-        values += [sum(sent.values()) if stage == "all" else sent.get(stage, 0) for sent, _, _ in runs.values()]
+        values += [sum(sent.values()) if stage == "all" else sent.get(stage, 0) for sent, *_ in runs.values()]
         print(f"{stage:24}" + "".join(f"{v:>12,}" for v in values))
     total = sum(full.values()) or 1
-    for name, (sent, record, (same, communities)) in runs.items():
+    for name, (sent, record, (same, communities), (kept_q, fresh_q)) in runs.items():
         target = {"+1 docs": " (issue 15's target: at most 5%)", "+10 docs": " (target: at most 20%)"}.get(name, "")
         reports = record.get("reports", {})
         print(f"{name}: {sum(sent.values()) / total:.1%} of a full index's calls{target}; reports kept "
               f"{reports.get('reports_kept', 0)}, written {reports.get('reports_written', 0)}; communities with "
               f"the same members as before: {same} of {communities}; new text units "
-              f"{record.get('text_units', {}).get('new_text_units', 0)}")
+              f"{record.get('text_units', {}).get('new_text_units', 0)}; level-0 modularity {kept_q:.3f} (a fresh "
+              f"clustering: {fresh_q:.3f})")
 
 
 if __name__ == "__main__":

@@ -143,7 +143,7 @@ def test_a_report_digest_ignores_degrees_but_not_facts_and_the_numbers_citations
     assert digest(builder(), salt="other model|prompt") != same
 
 
-def test_vertices_of_an_unchanged_component_keep_their_communities_exactly():
+def test_settled_vertices_keep_their_communities_exactly():
     from graphrag_lite.graph.cluster import Previous
 
     clique = [(a, b) for a in range(6) for b in range(a + 1, 6)]
@@ -157,11 +157,11 @@ def test_vertices_of_an_unchanged_component_keep_their_communities_exactly():
 
     assert level0(Previous.from_rows(halves)) == [list(range(6)), list(range(6, 12))]  # Leiden improves on them
     settled = Previous.from_rows(halves)
-    settled.settled = frozenset(names[:6])  # the first clique's component did not change since that partition
+    settled.settled = frozenset(names[:6])  # the first clique's relationships did not change since that partition
     assert level0(settled) == [[0, 1, 2], [3, 4, 5], list(range(6, 12))]
 
 
-def test_a_component_is_settled_only_when_its_relationships_and_weights_are_as_before():
+def test_an_entity_is_settled_only_when_its_relationships_and_weights_are_as_before():
     from graphrag_lite.stages.cluster_graph import settled_entities
 
     graph = build_graph(5, [(0, 1), (1, 2), (3, 4)], [1.0, 2.0, 1.0])
@@ -170,5 +170,5 @@ def test_a_component_is_settled_only_when_its_relationships_and_weights_are_as_b
               "d": {("de", 3.0)}, "e": {("de", 3.0)}}  # d-e weighed 3 then
     assert settled_entities(graph, ids, rels, before) == {"a", "b", "c"}
     before["c"] = before["c"] | {("cx", 1.0)}  # c also had an edge that is gone now
-    assert settled_entities(graph, ids, rels, before) == frozenset()
+    assert settled_entities(graph, ids, rels, before) == {"a", "b"}
     assert settled_entities(graph, ids, rels, None) == frozenset()

@@ -7,9 +7,10 @@ level-0 communities that are never split. Every community larger than `max_clust
 again on its induced subgraph at the next level, until communities are small enough or cannot be split.
 
 Updates: with the `previous` partition, Leiden starts from it (its initial membership: each vertex in its
-last community at that level, new vertices alone) instead of from scratch, and the vertices of connected
-components that did not change at all keep their communities (Leiden's fixed membership), so the parts of
-the graph an update did not touch keep their membership (bench/incremental_update.py counts them). With a
+last community at that level, new vertices alone) instead of from scratch, and the vertices whose
+relationships did not change (`settled`) keep their communities (Leiden's fixed membership): only what an
+update touched moves, and new vertices join the communities around them (bench/incremental_update.py counts
+the communities kept, and compares the modularity with a fresh clustering's). With a
 `memo` (the answer cache), a graph clustered before gets the very communities it had then, so a document
 added and removed again leaves the communities as they were.
 
@@ -63,7 +64,7 @@ class Previous:
     {members: number}."""
     membership: list[dict[str, int]]
     numbers: list[dict[frozenset[str], int]]
-    settled: frozenset[str] = frozenset()  # vertices whose connected component did not change: they stay put
+    settled: frozenset[str] = frozenset()  # vertices whose relationships did not change: they stay put
 
     @classmethod
     def from_rows(cls, rows: Sequence[tuple[int, int, Sequence[str]]]) -> Previous:
@@ -149,8 +150,8 @@ def _initial(members: list[int], level: int, names: list[str], previous: Previou
 
 
 def _fixed(members: list[int], level: int, names: list[str], previous: Previous | None) -> list[bool] | None:
-    """The vertices of unchanged components that had a community at this level keep it: a part of the
-    graph an update did not touch keeps its communities exactly."""
+    """The settled vertices that had a community at this level keep it: a part of the graph an update did
+    not touch keeps its communities."""
     if previous is None or level >= len(previous.membership):
         return None
     last = previous.membership[level]

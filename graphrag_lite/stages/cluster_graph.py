@@ -80,18 +80,17 @@ def previous_run(ctx: StageContext) -> PreviousRun:
 
 def settled_entities(graph: ig.Graph, entity_ids: list[str], relationship_ids: list[str],
                      previous: dict[str, set[tuple[str, float]]] | None) -> frozenset[str]:
-    """The entities whose connected component is exactly as in the last run: the same relationships, of the
-    same weights, and nothing else then (a component changes when an edge of it is added, removed, re-weighted)."""
+    """The entities whose relationships are exactly as in the last run (the same ones, of the same weights):
+    an update leaves their communities as they were, and only what it touched moves. Measured on Pepys's
+    diary in 100 parts (one large component), this keeps 95 of 100 communities after adding a part, for a
+    level-0 modularity equal to a fresh clustering's (bench/incremental_update.py)."""
     if not previous:
         return frozenset()
-    membership = graph.connected_components().membership
     now: dict[int, set[tuple[str, float]]] = defaultdict(set)
-    for e, ((a, _), weight) in enumerate(zip(graph.get_edgelist(), graph.es["weight"], strict=True)):
-        now[membership[a]].add((relationship_ids[e], float(weight)))
-    before: dict[int, set[tuple[str, float]]] = defaultdict(set)
-    for v, component in enumerate(membership):
-        before[component] |= previous.get(entity_ids[v], set())
-    return frozenset(entity_ids[v] for v, c in enumerate(membership) if now[c] and now[c] == before[c])
+    for e, ((a, b), weight) in enumerate(zip(graph.get_edgelist(), graph.es["weight"], strict=True)):
+        now[a].add((relationship_ids[e], float(weight)))
+        now[b].add((relationship_ids[e], float(weight)))
+    return frozenset(entity_ids[v] for v, edges in now.items() if edges == previous.get(entity_ids[v], set()))
 
 
 def kept_communities(previous: pd.DataFrame | None, communities: pd.DataFrame) -> int | None:
