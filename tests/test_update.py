@@ -93,6 +93,18 @@ def assert_same_tables(left: dict[str, pd.DataFrame], right: dict[str, pd.DataFr
         pd.testing.assert_frame_equal(left[name], right[name], obj=name)
 
 
+def assert_same_as_a_rebuild(root: Path, rebuilt: Path, cli) -> None:
+    """The project's input indexed from scratch (no cache) gives the same documents, text units, entities,
+    relationships and claims, ids and values, as the updated index (row numbers aside: an update keeps them)."""
+    import shutil
+
+    shutil.copytree(root / "input", rebuilt / "input", copy_function=shutil.copy2)  # the files' dates too
+    shutil.copy(root / "settings.yaml", rebuilt / "settings.yaml")
+    assert cli("index", "--root", rebuilt, "--no-cache").exit_code == 0
+    assert_same_tables(final_tables(root / "output", ("human_readable_id",)),
+                       final_tables(rebuilt / "output", ("human_readable_id",)), FINAL_TABLES[:5])
+
+
 def update_stats(root: Path) -> dict:
     return json.loads((root / "output" / "stats.json").read_text(encoding="utf-8"))
 
@@ -121,13 +133,7 @@ def test_add_then_delete_gives_back_the_same_index_and_an_update_equals_a_rebuil
     assert record["reports"]["reports_kept"] > 0 and record["text_units"]["removed_text_units"] == 0
     assert check_index(root / "output")[0] == 0
 
-    # the same four documents indexed from scratch: same rows and values (numbers aside: an update keeps them)
-    rebuilt = tmp_path / "rebuilt"
-    shutil.copytree(root / "input", rebuilt / "input", copy_function=shutil.copy2)
-    shutil.copy(root / "settings.yaml", rebuilt / "settings.yaml")
-    assert cli("index", "--root", rebuilt, "--no-cache").exit_code == 0
-    assert_same_tables(final_tables(root / "output", ("human_readable_id",)),
-                       final_tables(rebuilt / "output", ("human_readable_id",)), FINAL_TABLES[:5])
+    assert_same_as_a_rebuild(root, tmp_path / "rebuilt", cli)  # the same four documents indexed from scratch
 
     (root / "input" / UNRELATED[3].name).unlink()
     deleted = cli("update", "--root", root)
@@ -272,12 +278,7 @@ def test_after_edits_renames_and_additions_an_update_equals_a_rebuild(tmp_path: 
     edited.write_text("A note first. " + edited.read_text(encoding="utf-8"), encoding="utf-8")
     shutil.copy2(UNRELATED[4], root / "input" / "aa-first.txt")  # now sorts first
     assert cli("update", "--root", root).exit_code == 0
-    rebuilt = tmp_path / "rebuilt"
-    shutil.copytree(root / "input", rebuilt / "input", copy_function=shutil.copy2)
-    shutil.copy(root / "settings.yaml", rebuilt / "settings.yaml")
-    assert cli("index", "--root", rebuilt, "--no-cache").exit_code == 0
-    assert_same_tables(final_tables(root / "output", ("human_readable_id",)),
-                       final_tables(rebuilt / "output", ("human_readable_id",)), FINAL_TABLES[:5])
+    assert_same_as_a_rebuild(root, tmp_path / "rebuilt", cli)
 
 
 def test_after_an_edit_every_kept_report_cites_rows_that_exist_and_say_the_same(tmp_path: Path, cli):
