@@ -364,3 +364,18 @@ def test_a_copy_of_an_indexed_file_is_the_duplicate_and_an_edited_row_with_an_id
     assert f"a-copy-{diary.name}: duplicate of {diary.name}" in " ".join(updated.output.split())
     titles = set(pd.read_parquet(root / "output" / "documents.parquet")["title"])
     assert diary.name in titles and f"a-copy-{diary.name}" not in titles
+
+
+def test_an_update_with_nothing_changed_does_not_read_the_documents_again(tmp_path: Path, cli, monkeypatch):
+    from graphrag_lite.stages import load_documents
+
+    root = sample_project(tmp_path / "p")
+    assert cli("index", "--root", root, "--method", "fast").exit_code == 0
+    reads = []
+    original = load_documents.read_documents
+    monkeypatch.setattr(load_documents, "read_documents", lambda *a, **k: reads.append(1) or original(*a, **k))
+    unchanged = cli("update", "--root", root)
+    assert unchanged.exit_code == 0 and "0 added, 0 changed, 0 deleted, 0 renamed" in unchanged.output
+    assert reads == []
+    (root / "input" / "note.txt").write_text("Mr. Pepys went to Deptford by water. " * 5, encoding="utf-8")
+    assert "1 added (note.txt)" in cli("update", "--root", root).output and len(reads) == 2  # listing, stage

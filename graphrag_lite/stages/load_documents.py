@@ -35,8 +35,8 @@ import pandas as pd
 from graphrag_lite.config import GraphRagConfig, InputConfig
 from graphrag_lite.errors import InputError
 from graphrag_lite.ids import kept_numbers
-from graphrag_lite.pipeline import Stage, StageContext, StageResult
-from graphrag_lite.storage import OutputStore
+from graphrag_lite.pipeline import STATE_FILE, Stage, StageContext, StageResult, stage_fingerprint
+from graphrag_lite.storage import OutputStore, read_json
 from graphrag_lite.tables import records
 
 TEXT_SUFFIXES = {".txt", ".md"}
@@ -142,6 +142,10 @@ def changes_since_last_run(config: GraphRagConfig) -> dict[str, list[str]] | Non
     store = OutputStore(config.output.base_dir)
     if not store.has("input_documents"):
         return None
+    state_path = config.output.base_dir / STATE_FILE
+    state = read_json(state_path) if state_path.is_file() else {}
+    if state.get(STAGE.name, {}).get("fingerprint") == stage_fingerprint(STAGE, config, {}):
+        return {kind: [] for kind in CHANGE_KINDS}  # the same files, bytes and settings: nothing to parse again
     previous = store.read("input_documents", ["id", "title", *_texts_if_ids_given(config.input)])
     try:
         loaded = read_documents(config.input, iter, frozenset(previous["title"]))
@@ -160,6 +164,9 @@ def describe_changes(changes: dict[str, list[str]], shown: int = 3) -> str:
     """'1 added (a.txt), 0 changed, ...': the counts, and the first few titles of each kind."""
     return ", ".join(f"{len(names)} {kind}" + (f" ({', '.join(names[:shown])}{', ...' if len(names) > shown else ''})"
                                                if names else "") for kind, names in changes.items())
+
+
+CHANGE_KINDS = ("added", "changed", "deleted", "renamed")
 
 
 def document_changes(previous: pd.DataFrame | None, current: pd.DataFrame) -> dict[str, list[str]]:
