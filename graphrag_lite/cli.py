@@ -485,7 +485,7 @@ def print_estimates(estimates: dict[str, Any]) -> None:
     for stage, found in estimates.items():
         if "calls" not in found:
             note = str(found.get("note", ""))
-            if note.startswith("depends"):
+            if note.startswith(("depends", "will call")):
                 unknown.append(stage)
             elif note.startswith("unchanged"):
                 unchanged.append(stage)
@@ -501,7 +501,7 @@ def print_estimates(estimates: dict[str, Any]) -> None:
     if unchanged:
         console.print(f"Unchanged since the last run, so skipped with no call: {', '.join(unchanged)}")
     if unknown:
-        console.print(f"Not estimable before extraction (their calls depend on its results): {', '.join(unknown)}")
+        console.print(f"Not estimable before they run (their calls depend on earlier answers): {', '.join(unknown)}")
     console.print(f"Estimated cost of the estimable stages: ${total:.4f}, with every possible gleaning call. "
                   "Details: dry_run.json in the output folder.", highlight=False)
 

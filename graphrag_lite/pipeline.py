@@ -273,7 +273,10 @@ def dry_run(config: GraphRagConfig, pipeline: Pipeline, console: Console, use_ca
         for stage in pipeline.stages:
             if stage.name in estimates and estimates[stage.name] is None:
                 context = StageContext(trial, store, progress, stage.name, models)
-                found = stage.estimate(context) if stage.estimate else None
+                if stage.estimate is None:  # it will call a model, how often only its run can tell
+                    estimates[stage.name] = {"note": "will call the model: not estimable before it runs"}
+                    continue
+                found = stage.estimate(context)
                 estimates[stage.name] = found.as_dict(trial) if found else {"note": "makes no model calls as "
                                                                                    "configured"}
     config.output.base_dir.mkdir(parents=True, exist_ok=True)
@@ -453,8 +456,10 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
     rerun_from, reusable = plan
     stats: dict[str, Any] = {"pipeline": pipeline.name, "pipeline_file": pipeline.source, "version": __version__,
                              "status": "running", "started": _now(), "stages": {}}
-    earlier = read_json(store.base_dir / STATS_FILE).get("status") if (store.base_dir / STATS_FILE).is_file() else None
-    resuming = earlier is not None and not str(earlier).startswith("completed")
+    earlier = read_json(store.base_dir / STATS_FILE) if (store.base_dir / STATS_FILE).is_file() else {}
+    # a run after an interrupted one finishes its update: the update's record goes on from the earlier one
+    resumed = earlier.get("update", {}) if "status" in earlier and not str(earlier["status"]).startswith(
+        "completed") else None
     run_started = time.perf_counter()
     digests: dict[str, str] = {}  # table -> digest of the version the next stages read
     status = "completed"
@@ -498,48 +503,55 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
         status, stats["error"] = "failed", f"{type(err).__name__}: {err}"
         raise
     finally:
-        incomplete = _finish(stats, (status, resuming), models, store, run_started)
+        incomplete = _finish(stats, (status, resumed), models, store, run_started)
     problems = sum(len(s.get("problems", [])) for s in stats["stages"].values())
     return RunSummary(status=stats["status"], stages=stats["stages"], output_dir=store.base_dir, problems=problems,
                       llm=stats["llm"], incomplete=incomplete)
 
 
-def _finish(stats: dict[str, Any], ending: tuple[str, bool], models: ModelAccess, store: OutputStore,
-            run_started: float) -> list[str]:
+def _finish(stats: dict[str, Any], ending: tuple[str, dict[str, Any] | None], models: ModelAccess,
+            store: OutputStore, run_started: float) -> list[str]:
     """Write the run's final stats.json (status, model totals, the update record); returns the stages that
-    ran with failures. `ending`: how the run ended, and whether it resumed an unfinished one."""
-    status, resuming = ending
+    ran with failures. `ending`: how the run ended, and the update record of the unfinished run it resumed."""
+    status, resumed = ending
     incomplete = [name for name, s in stats["stages"].items() if str(s.get("status", "")).startswith("ran with")]
     if status == "completed" and incomplete:
         status = "completed with failures"
     stats["status"] = status
     stats["llm"] = models.totals()
-    if (update := update_record(stats["stages"], stats["llm"], resuming)) is not None:
+    if (update := update_record(stats["stages"], stats["llm"], resumed)) is not None:
         stats["update"] = update
     _write_stats(store, stats, run_started)
     models.close()
     return incomplete
 
 
-def update_record(stages: dict[str, Any], llm: dict[str, Any] | None, resuming: bool) -> dict[str, Any] | None:
+def update_record(stages: dict[str, Any], llm: dict[str, Any] | None, resumed: dict[str, Any] | None
+                  ) -> dict[str, Any] | None:
     """What a run over an existing index changed, for stats.json: documents added, changed, deleted and
     renamed, text units new and removed, reports written and kept, and the model calls it cost (None on a
-    first run, or when the input was not read again, unless this run finishes an interrupted one)."""
+    first run, or when the input was not read again). `resumed`: the record of the interrupted run this one
+    finishes (its calls are added, its reports kept when this run did not write them again)."""
     reading = stages.get("load_documents", {})
     changes = reading.get("details", {}).get("documents_since_last_run")
-    if not changes or (str(reading.get("status", "")).startswith("unchanged") and not resuming):
+    if not changes or (str(reading.get("status", "")).startswith("unchanged") and resumed is None):
         return None
     units = stages.get("chunk_text", {}).get("details", {})
     stage: dict[str, Any] = next((s for name, s in stages.items() if name.startswith("community_reports")), {})
     reports: dict[str, Any] = stage.get("details", {})
-    if str(stage.get("status", "")).startswith("unchanged"):  # skipped: its details are the last run's
-        reports = {"reports_written": 0, "reports_kept": stage.get("rows_out", {}).get("community_reports", 0)}
+    if str(stage.get("status", "")).startswith("unchanged"):  # skipped: its details are an earlier run's
+        reports = (resumed or {}).get("reports") or {
+            "reports_written": 0, "reports_kept": stage.get("rows_out", {}).get("community_reports", 0)}
+    before = (resumed or {}).get("llm", {})
     return {"documents": {kind: len(names) for kind, names in changes.items()},
             "documents_listed": changes,
             "text_units": {key: units[key] for key in ("new_text_units", "removed_text_units") if key in units},
             "reports": {key: reports[key] for key in ("reports_written", "reports_kept") if key in reports},
-            "llm": {"calls_sent": (llm or {}).get("calls", 0) - (llm or {}).get("cache_hits", 0),
-                    "cache_hits": (llm or {}).get("cache_hits", 0), "cost_usd": (llm or {}).get("cost_usd", 0.0)}}
+            "llm": {"calls_sent": (llm or {}).get("calls", 0) - (llm or {}).get("cache_hits", 0)
+                    + before.get("calls_sent", 0),
+                    "cache_hits": (llm or {}).get("cache_hits", 0) + before.get("cache_hits", 0),
+                    "cost_usd": round((llm or {}).get("cost_usd", 0.0) + before.get("cost_usd", 0.0), 6)},
+            **({"runs": (resumed or {}).get("runs", 1) + 1} if resumed is not None else {})}
 
 
 LOG = logging.getLogger("graphrag_lite")

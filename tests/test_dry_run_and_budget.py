@@ -25,7 +25,7 @@ def test_dry_run_calls_no_model_and_matches_the_real_run(tmp_path):
     STATS.reset()
     dry = index(root, "--dry-run")
     assert dry.exit_code == 0, dry.output
-    assert STATS.completions == 0 and "Not estimable before extraction" in dry.output
+    assert STATS.completions == 0 and "Not estimable before they run" in dry.output
     estimate = json.loads((root / "output" / "dry_run.json").read_text())
     assert index(root).exit_code == 0
     real = stats(root)["stages"]

@@ -205,6 +205,9 @@ def test_an_interrupted_update_resumes_and_ends_as_an_uninterrupted_one(tmp_path
     assert stats["stages"]["extract_graph"]["status"] == "unchanged, reused"
     assert stats["stages"]["community_reports"]["details"]["reports_kept"] > 0
     assert_same_tables(final_tables(root / "output"), final_tables(reference / "output"))
+    resumed, whole = stats["update"], update_stats(reference)["update"]
+    assert resumed["runs"] == 2 and resumed["llm"]["calls_sent"] == whole["llm"]["calls_sent"] > 0
+    assert resumed["reports"] == whole["reports"] and resumed["documents"] == whole["documents"]
 
 
 def test_update_needs_an_index_and_lists_changes_in_a_dry_run(tmp_path: Path, cli):
@@ -379,3 +382,13 @@ def test_an_update_with_nothing_changed_does_not_read_the_documents_again(tmp_pa
     assert reads == []
     (root / "input" / "note.txt").write_text("Mr. Pepys went to Deptford by water. " * 5, encoding="utf-8")
     assert "1 added (note.txt)" in cli("update", "--root", root).output and len(reads) == 2  # listing, stage
+
+
+def test_a_dry_run_never_calls_a_model_stage_free_when_it_will_call(tmp_path: Path, cli):
+    root = indexed(tmp_path, cli, UNRELATED[:2])
+    estimated = cli("index", "--root", root, "--dry-run", "--set", "summarize_descriptions.max_length=100")
+    assert estimated.exit_code == 0
+    notes = json.loads((root / "output" / "dry_run.json").read_text(encoding="utf-8"))
+    assert notes["extract_graph"]["note"].startswith("unchanged")
+    assert notes["summarize_descriptions"]["note"] == "will call the model: not estimable before it runs"
+    assert "Not estimable before they run" in estimated.output

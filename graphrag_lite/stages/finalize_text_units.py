@@ -61,7 +61,7 @@ def covariate_table(claims: pd.DataFrame, entities: pd.DataFrame, aliases: pd.Da
     return table.drop_duplicates("id").reset_index(drop=True).assign(human_readable_id=lambda t: range(len(t)))
 
 
-CLAIM_FACTS = ["subject_id", "object_id", "type", "status", "description"]
+CLAIM_FACTS = ["subject_id", "object_id", "type", "status", "description", "source_text"]
 
 
 def claim_numbers(claims: pd.DataFrame, previous: pd.DataFrame | None) -> list[int]:

@@ -90,8 +90,7 @@ def run(ctx: StageContext) -> StageResult:
     if loaded.unmatched:
         summary += f"; {loaded.unmatched} files ignored (not matching input.file_pattern)"
     if previous is not None:
-        table["human_readable_id"] = kept_numbers(table["id"], dict(zip(previous["id"], previous["human_readable_id"],
-                                                                        strict=True)))
+        table["human_readable_id"] = kept_numbers(table["id"], document_numbers(previous, table))
         table = table.sort_values("human_readable_id", kind="stable").reset_index(drop=True)
     changes = document_changes(previous, table)
     if changes:
@@ -167,6 +166,19 @@ def describe_changes(changes: dict[str, list[str]], shown: int = 3) -> str:
 
 
 CHANGE_KINDS = ("added", "changed", "deleted", "renamed")
+
+
+def document_numbers(previous: pd.DataFrame, current: pd.DataFrame) -> dict[str, int]:
+    """The last run's numbers by document id, and an edited document's (new id, same title) by its title."""
+    numbers = dict(zip(previous["id"], previous["human_readable_id"], strict=True))
+    present = set(current["id"])
+    gone = {title: number for doc_id, title, number in zip(previous["id"], previous["title"],
+                                                           previous["human_readable_id"], strict=True)
+            if doc_id not in present}
+    for doc_id, title in zip(current["id"], current["title"], strict=True):
+        if doc_id not in numbers and title in gone:
+            numbers[doc_id] = gone.pop(title)  # once: two documents may share a title (a title column)
+    return numbers
 
 
 def document_changes(previous: pd.DataFrame | None, current: pd.DataFrame) -> dict[str, list[str]]:
