@@ -713,8 +713,10 @@ def _print_stage(console: Console, name: str, stage_stats: dict[str, Any]) -> No
 def describe_llm_totals(totals: dict[str, Any]) -> str:
     unpriced = totals["unpriced_calls"]
     cost = f"${totals['cost_usd']:.4f}" + (f" (+{unpriced} calls not in the price map)" if unpriced else "")
+    cached = totals.get("provider_cached_prompt_tokens", 0)
+    share = f" ({cached / totals['prompt_tokens']:.0%} from the provider's prompt cache)" if cached else ""
     text = (f"LLM: {totals['calls']:,} calls ({totals['cache_hits']:,} from cache), "
-            f"{totals['prompt_tokens']:,} prompt + {totals['completion_tokens']:,} completion tokens, {cost}")
+            f"{totals['prompt_tokens']:,} prompt{share} + {totals['completion_tokens']:,} completion tokens, {cost}")
     if totals["retries"] or totals["parse_retries"]:
         text += f", {totals['retries']} retries, {totals['parse_retries']} corrected answers"
     if totals["failures"]:

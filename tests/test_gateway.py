@@ -286,3 +286,26 @@ def test_pacer_spaces_starts_once_latency_is_known():
     paced = asyncio.run(starts(pacer, 5))
     spacing = StartPacer.HEADROOM * 0.2 / 10
     assert paced[-1] - paced[0] >= 4 * spacing * 0.9  # started at most 1/spacing a second
+
+
+def test_prompt_tokens_the_provider_served_from_its_cache_are_counted_and_priced_at_its_rate(tmp_path):
+    from graphrag_lite.llm.fake import FAKE_INPUT_PRICE, FAKE_OUTPUT_PRICE
+    from graphrag_lite.pipeline import describe_llm_totals
+
+    instructions = "Extract every entity of the text below. " * 300  # the static part: well over 1,024 tokens
+    prompts = [f"{instructions}\n-Text-\nThe ferry left Ostra at {hour} o'clock." for hour in range(3)]
+    gateway = make_gateway(tmp_path, "fake/default?prefix_cache=1", use_cache=False, concurrency=1)
+    for prompt in prompts:  # one after another: a provider caches what it has seen
+        ask(gateway, [prompt])
+    first, *later = gateway.ledger.records
+    assert first.provider_cached_tokens == 0  # nothing was cached before the first call
+    assert all(r.provider_cached_tokens >= 1024 and r.provider_cached_tokens % 128 == 0 for r in later)
+    for record in later:  # the cached tokens at half the prompt price (the fake's, like OpenAI's discount)
+        uncached = record.prompt_tokens - record.provider_cached_tokens
+        expected = (uncached * FAKE_INPUT_PRICE + record.provider_cached_tokens * FAKE_INPUT_PRICE / 2
+                    + record.completion_tokens * FAKE_OUTPUT_PRICE)
+        assert record.cost_usd == pytest.approx(expected, rel=1e-6)
+        assert record.cost_usd < record.prompt_tokens * FAKE_INPUT_PRICE + record.completion_tokens * FAKE_OUTPUT_PRICE
+    totals = gateway.ledger.totals()
+    assert totals["provider_cached_prompt_tokens"] == sum(r.provider_cached_tokens for r in later)
+    assert "from the provider's prompt cache" in describe_llm_totals(totals)

@@ -34,10 +34,16 @@ import httpx
 import litellm
 from litellm import CustomLLM
 from litellm.types.llms.openai import ChatCompletionUsageBlock
-from litellm.types.utils import EmbeddingResponse, GenericStreamingChunk, ModelResponse, Usage
+from litellm.types.utils import (
+    EmbeddingResponse,
+    GenericStreamingChunk,
+    ModelResponse,
+    PromptTokensDetailsWrapper,
+    Usage,
+)
 
 from graphrag_lite.llm.gateway import CALL_STEP
-from graphrag_lite.tokens import count_tokens
+from graphrag_lite.tokens import count_tokens, get_encoding
 
 TUPLE, RECORD, COMPLETE = "<|>", "##", "<|COMPLETE|>"
 FAKE_INPUT_PRICE, FAKE_OUTPUT_PRICE = 0.15e-6, 0.60e-6  # USD per token
@@ -96,6 +102,7 @@ class Options:
     stall: float = 0.0  # every other streamed answer falls silent this long after its first piece
     capacity: int = 0  # calls served at once; more in flight are refused with 429 (0: no limit)
     replies: str = ""  # a YAML file of scripted replies (see Script)
+    prefix_cache: int = 0  # 1: a provider prompt cache (OpenAI's rule): usage reports the cached prompt tokens
 
     @staticmethod
     def parse(model: str) -> Options:
@@ -111,6 +118,7 @@ class FakeLLM(CustomLLM):
     def __init__(self) -> None:
         super().__init__()
         self._random: dict[str, random.Random] = {}
+        self._prompts: dict[str, list[list[int]]] = {}  # per model string: token lists of prompts seen
 
     # ------------------------------------------------------------ LiteLLM entry points
 
@@ -144,10 +152,22 @@ class FakeLLM(CustomLLM):
         response: ModelResponse = kwargs.get("model_response") or ModelResponse()
         response.choices[0].message.content = text
         response.choices[0].finish_reason = finish  # type: ignore[assignment]
+        cached = self._cached_prefix(options, messages) if options.prefix_cache else 0
+        details = PromptTokensDetailsWrapper(cached_tokens=cached) if cached else None
         response.usage = Usage(prompt_tokens=prompt_tokens, completion_tokens=completion_tokens,  # type: ignore[attr-defined]
-                               total_tokens=prompt_tokens + completion_tokens)
+                               total_tokens=prompt_tokens + completion_tokens, prompt_tokens_details=details)
         response.model = options.name
         return response
+
+    def _cached_prefix(self, options: Options, messages: list) -> int:
+        """What OpenAI's prompt cache would serve: the longest prefix shared with an earlier prompt, counted
+        in blocks of 128 tokens, once it reaches 1,024 tokens (a prompt's static part must come first)."""
+        tokens = get_encoding("o200k_base").encode_ordinary("\n".join(str(m.get("content", "")) for m in messages))
+        seen = self._prompts.setdefault(options.key, [])
+        shared = max((next((i for i, (a, b) in enumerate(zip(tokens, old, strict=False)) if a != b),
+                           min(len(tokens), len(old))) for old in seen), default=0)
+        seen.append(tokens)
+        return shared // 128 * 128 if shared >= 1024 else 0
 
     def _reply(self, options: Options, model: str, messages: list) -> tuple[str, str]:
         """A scripted reply for this stage if there is one, else the computed answer (damaged as asked)."""
@@ -203,6 +223,7 @@ class FakeLLM(CustomLLM):
 
     def forget_draws(self) -> None:
         self._random.clear()
+        self._prompts.clear()
 
     def _draw(self, options: Options) -> float:
         # one generator per model string, so faults of one configured model do not depend on other models
@@ -243,8 +264,6 @@ def _rate_limited(model: str, retry_after: float | None) -> Exception:
 
 
 def _first_tokens(text: str, limit: int) -> str:
-    from graphrag_lite.tokens import get_encoding
-
     encoding = get_encoding("o200k_base")
     return encoding.decode(encoding.encode_ordinary(text)[:limit])
 
@@ -336,7 +355,8 @@ def register_fake_provider(models: list[str] = ()) -> None:  # type: ignore[assi
 
         custom_llm_setup()
     price = {"input_cost_per_token": FAKE_INPUT_PRICE, "output_cost_per_token": FAKE_OUTPUT_PRICE,
-             "litellm_provider": "fake", "cache_creation_input_token_cost": 0.0, "cache_read_input_token_cost": 0.0}
+             "litellm_provider": "fake", "cache_creation_input_token_cost": 0.0,
+             "cache_read_input_token_cost": FAKE_INPUT_PRICE / 2}  # OpenAI's discount for cached prompt tokens
     litellm.register_model({model: {**price, "mode": "embedding" if "embed" in model else "chat"}
                             for model in models if model not in litellm.model_cost})
 

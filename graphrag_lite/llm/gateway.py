@@ -117,6 +117,7 @@ class _Answer:
     cost_usd: float | None
     retries: int
     finish_reason: str | None = None
+    provider_cached_tokens: int = 0  # prompt tokens the provider served from its prompt cache (cheaper)
 
     def plus(self, other: _Answer) -> _Answer:
         """Totals over the attempts of one call; the text is the latest answer's."""
@@ -124,7 +125,7 @@ class _Answer:
         cost = (self.cost_usd or 0.0) + (other.cost_usd or 0.0) if priced else None
         return _Answer(other.text, self.prompt_tokens + other.prompt_tokens,
                        self.completion_tokens + other.completion_tokens, cost, self.retries + other.retries,
-                       other.finish_reason)
+                       other.finish_reason, self.provider_cached_tokens + other.provider_cached_tokens)
 
 
 class Gateway:
@@ -141,7 +142,7 @@ class Gateway:
         self._checked: set[str] = set()  # model ids whose provider LiteLLM knows
         self._keyed: set[str] = set()  # model ids whose key looked usable before their first call
         self._root = config.root_dir
-        self._unit_prices: dict[str, tuple[float, float] | None] = {}  # USD per prompt and completion token
+        self._unit_prices: dict[str, tuple[float, float, float] | None] = {}  # USD per prompt, completion, cached token
         self._litellm = load_litellm(self.models.values())
 
     # ------------------------------------------------------------ chat
@@ -230,7 +231,7 @@ class Gateway:
             choice = response.choices[0]
             return _Answer(choice.message.content or "", int(getattr(usage, "prompt_tokens", 0) or estimate),
                            int(getattr(usage, "completion_tokens", 0) or 0), self._cost(response), 0,
-                           getattr(choice, "finish_reason", None))
+                           getattr(choice, "finish_reason", None), provider_cached_tokens(usage))
 
         answer, retries = await self._with_retries(model_id, model, estimate, call, stage, streamed,
                                                    completion=args.get("max_tokens"))
@@ -263,8 +264,9 @@ class Gateway:
         """A streamed answer's accounting: the usage the provider sent, or counts of what arrived."""
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or estimate)
         completion_tokens = int(getattr(usage, "completion_tokens", 0) or count_tokens(text, TOKEN_ENCODING))
-        return _Answer(text, prompt_tokens, completion_tokens, self._price(model, prompt_tokens, completion_tokens),
-                       retries, finish)
+        cached = provider_cached_tokens(usage)
+        return _Answer(text, prompt_tokens, completion_tokens,
+                       self._price(model, prompt_tokens, completion_tokens, cached), retries, finish, cached)
 
     async def stream(self, model_id: str, messages: Messages, *, stage: str) -> AsyncIterator[str]:
         """An answer as it is generated. A cached answer comes at once; a new one is cached once complete and
@@ -429,16 +431,21 @@ class Gateway:
                 return reservation
             await asyncio.sleep(0.05)
 
-    def _price(self, model: ModelConfig, prompt_tokens: int, completion_tokens: int) -> float | None:
+    def _price(self, model: ModelConfig, prompt_tokens: int, completion_tokens: int, cached: int = 0
+               ) -> float | None:
         """USD from the model's per-token prices, looked up once per model: this runs before every call, and
-        LiteLLM's look-up is slow for a model it does not know."""
+        LiteLLM's look-up is slow for a model it does not know. `cached` prompt tokens (served from the
+        provider's prompt cache) cost the model's cache-read price when LiteLLM's price map has one."""
         if model.model not in self._unit_prices:
             per_prompt = model_price(self._litellm, model.model, 1000, 0)  # the base tier of tiered prices
             per_completion = model_price(self._litellm, model.model, 0, 1000)
+            read = (self._litellm.model_cost.get(model.model) or {}).get("cache_read_input_token_cost")
             self._unit_prices[model.model] = None if per_prompt is None or per_completion is None else (
-                per_prompt / 1000, per_completion / 1000)
+                per_prompt / 1000, per_completion / 1000, per_prompt / 1000 if read is None else float(read))
         prices = self._unit_prices[model.model]
-        return None if prices is None else prompt_tokens * prices[0] + completion_tokens * prices[1]
+        if prices is None:
+            return None
+        return (prompt_tokens - cached) * prices[0] + cached * prices[2] + completion_tokens * prices[1]
 
     def _record_failed_attempt(self, stage: str, model_id: str, model: ModelConfig, prompt_tokens: int,
                                billed: bool) -> None:
@@ -576,7 +583,8 @@ class Gateway:
         self.ledger.add(CallRecord(stage=stage, model_id=model_id, kind=kind, prompt_tokens=answer.prompt_tokens,
                                    completion_tokens=answer.completion_tokens, cost_usd=answer.cost_usd,
                                    latency_s=latency, cache_hit=started is None, retries=answer.retries,
-                                   parse_retries=parse_retries, ok=ok))
+                                   parse_retries=parse_retries, ok=ok,
+                                   provider_cached_tokens=answer.provider_cached_tokens))
 
     def close(self) -> None:
         if self.cache is not None:
@@ -586,6 +594,14 @@ class Gateway:
 def stored_answer(text: str, spent: _Answer) -> dict[str, Any]:
     """A cache entry: the answer, and what it cost to get (so a cache hit can say what it saved)."""
     return {"text": text, "usage": [spent.prompt_tokens, spent.completion_tokens, spent.cost_usd]}
+
+
+def provider_cached_tokens(usage: Any) -> int:
+    """The prompt tokens a provider served from its prompt cache, as LiteLLM reports them: OpenAI's (and
+    DeepSeek's, Gemini's) `prompt_tokens_details.cached_tokens`, Anthropic's `cache_read_input_tokens`."""
+    details = getattr(usage, "prompt_tokens_details", None)
+    cached = getattr(details, "cached_tokens", None) or getattr(usage, "cache_read_input_tokens", None) or 0
+    return int(cached) if isinstance(cached, int | float) else 0
 
 
 def cached_usage(stored: dict[str, Any] | None) -> _Answer:

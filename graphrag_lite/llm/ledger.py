@@ -30,6 +30,7 @@ class CallRecord:
     retries: int  # transport retries (429, 5xx, timeouts)
     parse_retries: int  # corrective follow-ups after an unparseable answer
     ok: bool
+    provider_cached_tokens: int = 0  # prompt tokens the provider served from its prompt cache (cheaper)
 
 
 class Ledger:
@@ -105,6 +106,8 @@ def summarize(records: list[CallRecord]) -> dict[str, Any]:
         "failures": sum(not r.ok for r in calls),
         # every attempt the provider read counts, answered or not (a 500, a time-out, a rejected answer)
         "prompt_tokens": sum(r.prompt_tokens for r in sent),
+        # of those, served from the provider's prompt cache at its discount (a static prompt prefix repeated)
+        "provider_cached_prompt_tokens": sum(r.provider_cached_tokens for r in sent),
         "completion_tokens": sum(r.completion_tokens for r in sent),
         "cost_usd": round(sum(r.cost_usd or 0.0 for r in sent), 6),
         "unpriced_calls": sum(r.cost_usd is None and r.prompt_tokens > 0 for r in sent if r.kind != "failed_attempt"),
