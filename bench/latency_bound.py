@@ -100,8 +100,10 @@ def report(stats: dict, wall: float, args: argparse.Namespace) -> None:
     llm = stats.get("llm") or {}
     print(f"{'all':24}{llm.get('calls', 0) - llm.get('cache_hits', 0):>8,}{llm.get('prompt_tokens', 0):>12,}"
           f"{llm.get('completion_tokens', 0):>12,}{stats.get('wall_s', 0.0):>9.1f}{total_bound:>9.1f}")
-    print(f"wall / bound: {stats.get('wall_s', 0.0) / max(total_bound, 1e-9):.2f} (issue 16's target: at most 1.2); "
-          f"the process took {wall:.1f} s in all (start-up included)")
+    ratio = f"{stats.get('wall_s', 0.0) / total_bound:.2f}" if total_bound else "n/a (no latency)"
+    calls = llm.get("calls", 0) - llm.get("cache_hits", 0)
+    print(f"wall / bound: {ratio} (issue 16's target: at most 1.2); the process took {wall:.1f} s in all "
+          f"(start-up included); {stats.get('wall_s', 0.0) / max(calls, 1) * 1000:.1f} ms of run time per call")
 
 
 if __name__ == "__main__":
