@@ -105,11 +105,11 @@ def build_index(out: Console, root: Path, config: Path | None, set_: list[str], 
                 options: RunOptions, update: bool = False) -> int:
     """`index` and `update`: run the pipeline (or estimate it), and say how it ended; returns the exit code.
     Over an existing index, what changed in the input is listed before any model call."""
-    from graphrag_lite.pipeline import configure, run_pipeline
+    from graphrag_lite.pipeline import configure, indexed_pipeline, run_pipeline
     from graphrag_lite.pipeline import dry_run as estimate_pipeline
 
     cfg, pipeline = configure(root, config, set_, method)
-    built_with = indexed_method(cfg.output.base_dir)
+    built_with = indexed_pipeline(cfg.output.base_dir)
     if update and built_with is None:
         raise MissingIndex(f"no index in {cfg.output.base_dir} to update; build it first with "
                            f"`{index_command(root)}`")
@@ -142,36 +142,16 @@ def build_index(out: Console, root: Path, config: Path | None, set_: list[str], 
     return 0
 
 
-def indexed_method(output: Path) -> tuple[str, str] | None:
-    """The method the index in `output` was built with: its name, and the name or pipeline file that runs it
-    again (as its last run's stats.json says); None when there is no index there yet (no entities table)."""
-    from graphrag_lite.pipeline import available_pipelines
-    from graphrag_lite.storage import read_json
-
-    stats_path = output / "stats.json"
-    if not (output / "entities.parquet").is_file() or not stats_path.is_file():
-        return None
-    stats = read_json(stats_path)
-    name, source = stats.get("pipeline"), stats.get("pipeline_file")
-    if not isinstance(name, str):
-        return None
-    if name in available_pipelines() or not isinstance(source, str) or not Path(source).is_file():
-        return name, name
-    return name, source
-
-
 def _print_pending_changes(out: Console, cfg: Any) -> None:
     """What an update will do, before any call: the documents changed since the last run, or, when that run
     was interrupted after reading the input, the changes it still has to finish."""
+    from graphrag_lite.pipeline import last_run, unfinished
     from graphrag_lite.stages.load_documents import changes_since_last_run, describe_changes
-    from graphrag_lite.storage import read_json
 
     changes = changes_since_last_run(cfg) or {}
-    stats_path = cfg.output.base_dir / "stats.json"
-    last = read_json(stats_path) if stats_path.is_file() else {}
+    last = last_run(cfg.output.base_dir)
     pending = last.get("stages", {}).get("load_documents", {}).get("details", {}).get("documents_since_last_run")
-    interrupted = not str(last.get("status")).startswith("completed")
-    if not any(changes.values()) and pending and any(pending.values()) and interrupted:
+    if not any(changes.values()) and pending and any(pending.values()) and unfinished(last):
         out.print(f"Resuming the last run ({last.get('status')}), which found: {describe_changes(pending, shown=10)}",
                   highlight=False)
         return

@@ -202,11 +202,39 @@ def configure(root: Path, config_file: Path | None = None, overrides: Overrides 
     return cfg, pipeline
 
 
+def read_state(output_dir: Path) -> dict[str, Any]:
+    """pipeline_state.json: per stage, its fingerprint, output digests and stats ({} before a first run)."""
+    path = output_dir / STATE_FILE
+    return read_json(path) if path.is_file() else {}
+
+
+def last_run(output_dir: Path) -> dict[str, Any]:
+    """The last run's stats.json ({} before a first run)."""
+    path = output_dir / STATS_FILE
+    return read_json(path) if path.is_file() else {}
+
+
+def unfinished(stats: dict[str, Any]) -> bool:
+    """Whether the run these stats describe ended before its last stage (interrupted, stopped, failed)."""
+    return "status" in stats and not str(stats["status"]).startswith("completed")
+
+
+def indexed_pipeline(output_dir: Path) -> tuple[str, str] | None:
+    """The method the index in `output_dir` was built with: its name, and the name or pipeline file that runs
+    it again (as its last run's stats.json says); None when there is no index there yet (no entities table)."""
+    stats = last_run(output_dir) if (output_dir / "entities.parquet").is_file() else {}
+    name, source = stats.get("pipeline"), stats.get("pipeline_file")
+    if not isinstance(name, str):
+        return None
+    if name in available_pipelines() or not isinstance(source, str) or not Path(source).is_file():
+        return name, name
+    return name, source
+
+
 def recommended_query_settings(output_dir: Path) -> dict[str, Any]:
     """The query sections of the `settings:` of the packaged pipeline that built the index in `output_dir`
     (stats.json names it), so an index is searched the way its method intends; {} when none apply."""
-    stats = output_dir / STATS_FILE
-    name = read_json(stats).get("pipeline") if stats.is_file() else None
+    name = last_run(output_dir).get("pipeline")
     path = data_dir("pipelines") / f"{name}.yaml"
     if not isinstance(name, str) or not path.is_file():
         return {}
@@ -248,8 +276,7 @@ def dry_run(config: GraphRagConfig, pipeline: Pipeline, console: Console, use_ca
     model_free: list[Stage] = []
     estimates: dict[str, Any] = {}
     store = OutputStore(config.output.base_dir)
-    state_path = store.base_dir / STATE_FILE
-    state = read_json(state_path) if state_path.is_file() else {}
+    state = read_state(store.base_dir)
     unchanged = reusable_prefix(pipeline, config, store, state, len(pipeline.stages)) if state else 0
     for position, stage in enumerate(pipeline.stages):
         if position < unchanged:  # a real run would skip it: it calls nothing
@@ -352,7 +379,7 @@ class ModelAccess:
 
     def cache(self) -> AnswerCache | None:
         """The answer cache (None with --no-cache or cache.enabled: false), also for what a model-free stage
-        remembers (communities by component), without importing LiteLLM."""
+        remembers (the communities of a graph clustered before), without importing LiteLLM."""
         if self._gateway is not None:
             return self._gateway.cache
         if self._cache is None and self._use_cache and self._config.cache.enabled:
@@ -404,8 +431,7 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
     is fine when nothing has to run. `brief`: one line, not one per stage, when nothing has to run."""
     print_compat_notes(config, console)
     store = OutputStore(config.output.base_dir)
-    state_path = store.base_dir / STATE_FILE
-    state: dict[str, Any] = read_json(state_path) if state_path.is_file() else {}
+    state = read_state(store.base_dir)
     names = [s.name for s in pipeline.stages]
     if from_stage is not None and from_stage not in names:
         raise UnknownStage(f"--from {from_stage}: not a stage of pipeline '{pipeline.name}' ({', '.join(names)})")
@@ -428,7 +454,7 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
         raise ConfigError(f"cannot write to the output folder {store.base_dir} ({err.strerror}); make it writable, "
                           "or set output.base_dir to a folder you can write") from None
     try:
-        current: dict[str, Any] = read_json(state_path) if state_path.is_file() else {}
+        current = read_state(store.base_dir)
         if current != state:  # another run finished in between: judge again by what it left
             state, reusable = current, reusable_prefix(pipeline, config, store, current, rerun_from)
         return _run_locked(config, pipeline, console, store, state, (rerun_from, reusable), use_cache)
@@ -456,10 +482,9 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
     rerun_from, reusable = plan
     stats: dict[str, Any] = {"pipeline": pipeline.name, "pipeline_file": pipeline.source, "version": __version__,
                              "status": "running", "started": _now(), "stages": {}}
-    earlier = read_json(store.base_dir / STATS_FILE) if (store.base_dir / STATS_FILE).is_file() else {}
-    # a run after an interrupted one finishes its update: the update's record goes on from the earlier one
-    resumed = earlier.get("update", {}) if "status" in earlier and not str(earlier["status"]).startswith(
-        "completed") else None
+    earlier = last_run(store.base_dir)
+    # a run after an unfinished one finishes its update: the update's record goes on from the earlier one
+    resumed = earlier.get("update", {}) if unfinished(earlier) else None
     run_started = time.perf_counter()
     digests: dict[str, str] = {}  # table -> digest of the version the next stages read
     status = "completed"
@@ -542,16 +567,16 @@ def update_record(stages: dict[str, Any], llm: dict[str, Any] | None, resumed: d
     if str(stage.get("status", "")).startswith("unchanged"):  # skipped: its details are an earlier run's
         reports = (resumed or {}).get("reports") or {
             "reports_written": 0, "reports_kept": stage.get("rows_out", {}).get("community_reports", 0)}
-    before = (resumed or {}).get("llm", {})
+    llm, before = llm or {}, (resumed or {}).get("llm", {})
+    hits = llm.get("cache_hits", 0)
     return {"documents": {kind: len(names) for kind, names in changes.items()},
             "documents_listed": changes,
             "text_units": {key: units[key] for key in ("new_text_units", "removed_text_units") if key in units},
             "reports": {key: reports[key] for key in ("reports_written", "reports_kept") if key in reports},
-            "llm": {"calls_sent": (llm or {}).get("calls", 0) - (llm or {}).get("cache_hits", 0)
-                    + before.get("calls_sent", 0),
-                    "cache_hits": (llm or {}).get("cache_hits", 0) + before.get("cache_hits", 0),
-                    "cost_usd": round((llm or {}).get("cost_usd", 0.0) + before.get("cost_usd", 0.0), 6)},
-            **({"runs": (resumed or {}).get("runs", 1) + 1} if resumed is not None else {})}
+            "llm": {"calls_sent": llm.get("calls", 0) - hits + before.get("calls_sent", 0),
+                    "cache_hits": hits + before.get("cache_hits", 0),
+                    "cost_usd": round(llm.get("cost_usd", 0.0) + before.get("cost_usd", 0.0), 6)},
+            **({"runs": resumed.get("runs", 1) + 1} if resumed is not None else {})}
 
 
 LOG = logging.getLogger("graphrag_lite")

@@ -89,10 +89,6 @@ class OutputStore:
             raise FileNotFoundError(f"table '{name}' not found in {self.base_dir}")
         return pd.read_parquet(path, columns=columns)
 
-    def columns(self, name: str) -> list[str]:
-        """A table's column names, from the Parquet footer."""
-        return list(pq.read_schema(self.path(name)).names)
-
     def rows(self, name: str) -> int:
         """A table's row count, from the Parquet footer (without reading the table)."""
         return int(pq.ParquetFile(self.path(name)).metadata.num_rows)

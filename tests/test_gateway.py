@@ -309,3 +309,19 @@ def test_prompt_tokens_the_provider_served_from_its_cache_are_counted_and_priced
     totals = gateway.ledger.totals()
     assert totals["provider_cached_prompt_tokens"] == sum(r.provider_cached_tokens for r in later)
     assert "from the provider's prompt cache" in describe_llm_totals(totals)
+
+
+def test_cached_prompt_tokens_are_read_from_every_usage_shape_providers_send():
+    from types import SimpleNamespace
+
+    from litellm.types.utils import PromptTokensDetailsWrapper, Usage
+
+    from graphrag_lite.llm.gateway import provider_cached_tokens
+
+    openai = Usage(prompt_tokens=2000, completion_tokens=5, total_tokens=2005,
+                   prompt_tokens_details=PromptTokensDetailsWrapper(cached_tokens=1536))
+    anthropic = SimpleNamespace(prompt_tokens=2000, prompt_tokens_details=None, cache_read_input_tokens=1024)
+    no_details = Usage(prompt_tokens=300, completion_tokens=5, total_tokens=305)  # a local server, a short prompt
+    empty_details = SimpleNamespace(prompt_tokens_details=SimpleNamespace(cached_tokens=None))
+    assert [provider_cached_tokens(u) for u in (openai, anthropic, no_details, empty_details, None)] == \
+        [1536, 1024, 0, 0, 0]

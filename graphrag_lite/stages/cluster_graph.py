@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import itertools
 from collections import defaultdict
-from dataclasses import dataclass
+from dataclasses import dataclass, replace
 from datetime import UTC, datetime
 
 import igraph as ig
@@ -21,11 +21,12 @@ COMMUNITY_COLUMNS = ["id", "human_readable_id", "community", "level", "parent", 
 
 def run(ctx: StageContext) -> StageResult:
     cfg = ctx.config.cluster_graph
+    previous = previous_run(ctx)
     entities, relationships, communities = finalize_graph(ctx.read("summarized_entities"),
                                                           ctx.read("summarized_relationships"),
                                                           cfg.max_cluster_size, cfg.seed, cfg.use_lcc,
-                                                          previous_run(ctx), ctx.models.cache())
-    kept = kept_communities(ctx.previous("communities", ["id"]), communities)
+                                                          previous, ctx.models.cache())
+    kept = kept_communities(previous.communities, communities)
     levels = communities.groupby("level").size().to_dict() if len(communities) else {}
     clustered = len({e for members in communities.loc[communities["level"] == 0, "entity_ids"] for e in members}) \
         if len(communities) else 0
@@ -93,9 +94,12 @@ def settled_entities(graph: ig.Graph, entity_ids: list[str], relationship_ids: l
     return frozenset(entity_ids[v] for v, edges in now.items() if edges == previous.get(entity_ids[v], set()))
 
 
-def kept_communities(previous: pd.DataFrame | None, communities: pd.DataFrame) -> int | None:
-    """How many communities have the same id (level and members) as in the last run; None on a first run."""
-    return None if previous is None else int(communities["id"].isin(set(previous["id"])).sum())
+def kept_communities(previous: Previous | None, communities: pd.DataFrame) -> int | None:
+    """How many communities have the same members at the same level as in the last run; None on a first run."""
+    if previous is None:
+        return None
+    return sum(level < len(previous.numbers) and frozenset(members) in previous.numbers[level]
+               for level, members in zip(communities["level"], communities["entity_ids"], strict=True))
 
 
 def finalize_graph(entities: pd.DataFrame, relationships: pd.DataFrame, max_cluster_size: int, seed: int,
@@ -123,11 +127,11 @@ def finalize_graph(entities: pd.DataFrame, relationships: pd.DataFrame, max_clus
         combined_degree=[degree[a] + degree[b] for a, b in edges],
     )[["id", "human_readable_id", "source", "target", "description", "weight", "combined_degree", "text_unit_ids"]]
 
-    if previous.communities is not None:
-        previous.communities.settled = settled_entities(graph, entity_ids, relationship_ids, previous.edges)
+    communities_before = previous.communities and replace(
+        previous.communities, settled=settled_entities(graph, entity_ids, relationship_ids, previous.edges))
     tree = hierarchical_leiden(graph, max_cluster_size, seed, use_lcc,
                                loose_groups(entities["text_unit_ids"].tolist(), degree, max_cluster_size),
-                               names=entity_ids, previous=previous.communities, memo=memo)
+                               names=entity_ids, previous=communities_before, memo=memo)
     communities = community_table(tree, entity_ids, edges, relationships)
     return entities, relationships, communities
 

@@ -29,6 +29,7 @@ from graphrag_lite.prompts import fill, section_prompt
 REPORT_COLUMNS = ["id", "human_readable_id", "community", "level", "parent", "children", "title", "summary",
                   "full_content", "rank", "rating_explanation", "findings", "full_content_json", "period", "size",
                   "status", "inputs_digest"]
+COLUMN = {name: i for i, name in enumerate(REPORT_COLUMNS)}  # a report row's fields by name
 
 
 class Finding(BaseModel):
@@ -68,8 +69,8 @@ def run(ctx: StageContext) -> StageResult:
     template = section_prompt(cfg, required=("input_text",))
     template = fill(template, max_report_length=cfg.max_length)
     model = ctx.config.models[cfg.model_id]
-    writer = ReportWriter(ctx.llm if len(communities) else None, cfg.model_id, template, builder,
-                          previous_reports(ctx),
+    previous, legacy = previous_reports(ctx)
+    writer = ReportWriter(ctx.llm if len(communities) else None, cfg.model_id, template, builder, previous,
                           salt=f"{model.model}|{model.api_base or ''}|{model.call_args}|{template}")
     with ctx.bar(len(communities), "reports") as advance:
         rows, contexts = writer.generate(communities, advance)
@@ -77,7 +78,7 @@ def run(ctx: StageContext) -> StageResult:
     failed = table[table["status"] != "ok"]
     substituted = sum(bool(c.substituted) for c in contexts.values())
     kept = f"{writer.kept} kept from the last run (same members, relationships and claims), " if writer.kept else ""
-    if ctx.store.has("community_reports") and "inputs_digest" not in ctx.store.columns("community_reports"):
+    if legacy:
         kept = "none kept: the last run's reports do not say what they were written from (written before reports " \
                "were kept), "
     return StageResult(
@@ -94,15 +95,17 @@ def run(ctx: StageContext) -> StageResult:
     )
 
 
-def previous_reports(ctx: StageContext) -> dict[str, dict[str, Any]]:
-    """The last run's good reports by what they were written from (facts, model and prompt); none with
-    --no-cache, which asks for everything again."""
+def previous_reports(ctx: StageContext) -> tuple[dict[str, dict[str, Any]], bool]:
+    """The last run's good reports by what they were written from (facts, model and prompt), none with
+    --no-cache, which asks for everything again; and whether they come from an index written before
+    reports said what they were written from (none can be kept)."""
     previous = ctx.previous("community_reports")
-    if previous is None or not ctx.models.use_cache or "inputs_digest" not in previous:
-        return {}
+    legacy = previous is not None and "inputs_digest" not in previous
+    if previous is None or legacy or not ctx.models.use_cache:
+        return {}, legacy
     good = previous[previous["status"] == "ok"]
     return {digest: {str(k): v for k, v in row.items()}
-            for digest, row in zip(good["inputs_digest"], good.to_dict("records"), strict=True)}
+            for digest, row in zip(good["inputs_digest"], good.to_dict("records"), strict=True)}, False
 
 
 class ReportWriter:
@@ -127,10 +130,11 @@ class ReportWriter:
             level_rows = self._level(by_level[level], written, contexts, advance)
             rows += level_rows
             for record, row in zip(by_level[level], level_rows, strict=True):
-                if row[-2] == "ok":  # status
+                if row[COLUMN["status"]] == "ok":
                     written[int(record["community"])] = ChildReport(
                         int(record["community"]), int(record["size"]), frozenset(record["entity_ids"]),
-                        self.builder.report_row(int(record["community"]), row[6], row[8]))  # title, full_content
+                        self.builder.report_row(int(record["community"]), row[COLUMN["title"]],
+                                                row[COLUMN["full_content"]]))
         return rows, contexts
 
     def _level(self, records: list[dict[str, Any]], written: dict[int, ChildReport], contexts: dict[int, Context],
@@ -155,12 +159,11 @@ class ReportWriter:
         rows = []
         for record in records:
             number = int(record["community"])
-            kept = self.previous.get(digests[number])
-            if number not in to_write and kept is not None:
-                advance()
-                rows.append(kept_row(record, kept, digests[number]))
-            else:
+            if number in to_write:
                 rows.append(report_row(record, *results[number], digests[number]))
+            else:
+                advance()
+                rows.append(kept_row(record, self.previous[digests[number]], digests[number]))
         return rows
 
 
@@ -186,7 +189,7 @@ def kept_row(record: dict[str, Any], kept: dict[str, Any], digest: str) -> tuple
     number = int(record["community"])
     return (stable_id("community_report", record["id"]), number, number, int(record["level"]),
             int(record["parent"]), [int(c) for c in record["children"]],
-            *(kept[c] for c in REPORT_COLUMNS[6:-3]), int(record["size"]), "ok", digest)
+            *(kept[c] for c in REPORT_COLUMNS[COLUMN["title"]:COLUMN["size"]]), int(record["size"]), "ok", digest)
 
 
 def report_row(record: dict[str, Any], report: Report | None, status: str, digest: str) -> tuple[Any, ...]:

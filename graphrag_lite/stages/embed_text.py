@@ -37,7 +37,8 @@ def run(ctx: StageContext) -> StageResult:
     contents = texts_for(ctx.read("entities"), ctx.read("text_units"), ctx.read("community_reports"))
     db = connect(ctx.config.vector_store.db_uri)
     model = ctx.config.models[cfg.model_id].model if cfg.model_id else None
-    dimension = reusable_dimension(ctx.config, model)
+    manifest = read_manifest(ctx.config.output.base_dir)
+    dimension = reusable_dimension(manifest, model, ctx.config.vector_store.db_uri)
     updates = plan(db, contents, dimension, rebuild=model is not None and dimension is None)
     vectors = embed_added(ctx, contents, updates, {}, dimension)
     fresh = next((len(v[0]) for v in vectors.values() if v), None)
@@ -51,9 +52,9 @@ def run(ctx: StageContext) -> StageResult:
     for name in ctx.track(TABLES, len(TABLES), "LanceDB tables"):
         apply_update(db, name, *contents[name], updates[name], vectors[name])
     counts = {name: len(contents[name][0]) for name in TABLES}
-    first = read_manifest(ctx.config.output.base_dir) is None
-    manifest = {"model": model, "dimension": dimension, "db_uri": ctx.config.vector_store.db_uri, "tables": counts}
-    write_json(ctx.config.output.base_dir / MANIFEST, manifest)
+    first = manifest is None
+    write_json(ctx.config.output.base_dir / MANIFEST,
+               {"model": model, "dimension": dimension, "db_uri": ctx.config.vector_store.db_uri, "tables": counts})
     what = f"vectors ({model}, {dimension} dimensions) and full-text indexes" if model else "full-text indexes only"
     return StageResult(
         tables={"embeddings": pd.DataFrame([{"table": t, "rows": n} for t, n in counts.items()])},
@@ -62,13 +63,10 @@ def run(ctx: StageContext) -> StageResult:
     )
 
 
-def reusable_dimension(config: GraphRagConfig, model: str | None) -> int | None:
+def reusable_dimension(manifest: dict[str, Any] | None, model: str | None, db_uri: str) -> int | None:
     """The dimension of the stored vectors when they can be kept: the manifest names this embedding model and
     this LanceDB; None otherwise (and always without a model: the tables then have no vectors)."""
-    manifest = read_manifest(config.output.base_dir)
-    if model is None or manifest is None or manifest.get("model") != model:
-        return None
-    if manifest.get("db_uri") != config.vector_store.db_uri:
+    if model is None or manifest is None or manifest.get("model") != model or manifest.get("db_uri") != db_uri:
         return None
     return manifest.get("dimension")
 

@@ -35,8 +35,8 @@ import pandas as pd
 from graphrag_lite.config import GraphRagConfig, InputConfig
 from graphrag_lite.errors import InputError
 from graphrag_lite.ids import kept_numbers
-from graphrag_lite.pipeline import STATE_FILE, Stage, StageContext, StageResult, stage_fingerprint
-from graphrag_lite.storage import OutputStore, read_json
+from graphrag_lite.pipeline import Stage, StageContext, StageResult, read_state, stage_fingerprint
+from graphrag_lite.storage import OutputStore
 from graphrag_lite.tables import records
 
 TEXT_SUFFIXES = {".txt", ".md"}
@@ -141,9 +141,8 @@ def changes_since_last_run(config: GraphRagConfig) -> dict[str, list[str]] | Non
     store = OutputStore(config.output.base_dir)
     if not store.has("input_documents"):
         return None
-    state_path = config.output.base_dir / STATE_FILE
-    state = read_json(state_path) if state_path.is_file() else {}
-    if state.get(STAGE.name, {}).get("fingerprint") == stage_fingerprint(STAGE, config, {}):
+    last = read_state(config.output.base_dir).get(STAGE.name, {})
+    if last.get("fingerprint") == stage_fingerprint(STAGE, config, {}):
         return {kind: [] for kind in CHANGE_KINDS}  # the same files, bytes and settings: nothing to parse again
     previous = store.read("input_documents", ["id", "title", *_texts_if_ids_given(config.input)])
     try:
