@@ -1,10 +1,11 @@
 import asyncio
+from collections import Counter
 
 from graphrag_lite.config import CacheConfig, GraphRagConfig, ModelConfig, SummarizeDescriptionsConfig
 from graphrag_lite.llm.fake import STATS
 from graphrag_lite.llm.gateway import Gateway
 from graphrag_lite.prompts import load_prompt
-from graphrag_lite.stages.summarize_descriptions import pack, summarize_all
+from graphrag_lite.stages.summarize_descriptions import JOINED, SUMMARIZED, joined_if_short, pack, summarize_all
 
 TEMPLATE = load_prompt(None, "summarize_descriptions.txt")
 
@@ -15,10 +16,13 @@ def gateway(tmp_path):
     return Gateway(cfg)
 
 
+ALWAYS = SummarizeDescriptionsConfig(join_max_tokens=0)  # Microsoft GraphRAG: every list of several is summarized
+
+
 def test_single_descriptions_are_kept_verbatim_without_a_call(tmp_path):
     STATS.reset()
     problems = []
-    out = asyncio.run(summarize_all(gateway(tmp_path), SummarizeDescriptionsConfig(), TEMPLATE,
+    out = asyncio.run(summarize_all(gateway(tmp_path), ALWAYS, TEMPLATE,
                                     ["ALICE", "BOB"], [["An engineer."], ["A pilot.", "Flies for Acme."]],
                                     problems, lambda: None))
     assert out[0] == "An engineer."
@@ -36,7 +40,7 @@ def test_long_description_lists_are_folded(tmp_path):
     places = ["Lisbon", "Madrid", "Paris", "Berlin", "Vienna", "Prague", "Warsaw", "Dublin", "Oslo", "Athens",
               "Rome", "Bern"]
     descriptions = [f"Fact about {place}: " + "detail " * 60 for place in places]  # each says something new
-    cfg = SummarizeDescriptionsConfig(max_input_tokens=400)
+    cfg = SummarizeDescriptionsConfig(max_input_tokens=400, join_max_tokens=0)
     out = asyncio.run(summarize_all(gateway(tmp_path), cfg, TEMPLATE, ["ALICE"], [descriptions], [], lambda: None))
     assert STATS.completions > 2  # batches first, then the summaries of the batches
     assert out[0]
@@ -48,3 +52,59 @@ def test_descriptions_that_one_of_them_says_entirely_need_no_call(tmp_path):
                                     [["Hello and welcome to Behind the Tech.", "Hello, welcome to Behind the Tech!"]],
                                     [], lambda: None))
     assert out == ["Hello and welcome to Behind the Tech."] and STATS.completions == 0
+
+
+def test_few_short_descriptions_are_joined_without_a_call_and_long_or_many_are_summarized(tmp_path):
+    STATS.reset()
+    cfg = SummarizeDescriptionsConfig(join_max_tokens=60, join_max_descriptions=3)
+    short = ["A pilot", "Flies for Acme Airlines.", "Lives in Lisbon!"]
+    many = ["A pilot.", "Flies for Acme.", "Lives in Lisbon.", "Owns a boat."]
+    long = ["A pilot who " + "flies far " * 30 + ".", "Works for Acme Airlines since 1990."]
+    tally: Counter[str] = Counter()
+    out = asyncio.run(summarize_all(gateway(tmp_path), cfg, TEMPLATE, ["ANA", "BOB", "CAL"], [short, many, long],
+                                    [], lambda: None, tally))
+    # joined in their order, each a sentence, nothing dropped
+    assert out[0] == "A pilot. Flies for Acme Airlines. Lives in Lisbon!"
+    assert STATS.completions == 2 and tally == {SUMMARIZED: 2, JOINED: 1}
+
+
+def test_the_join_limits_count_tokens_and_descriptions_inclusively():
+    cfg = SummarizeDescriptionsConfig(join_max_tokens=6, join_max_descriptions=2)
+    assert joined_if_short(["Red.", "Blue."], cfg) == "Red. Blue."  # 4 tokens
+    assert joined_if_short(["Red.", "Blue.", "Green."], cfg) is None  # three descriptions
+    assert joined_if_short(["Red and green.", "Blue or yellow."], cfg) is None  # 8 tokens
+    assert joined_if_short(["Red.", "Blue."], SummarizeDescriptionsConfig(join_max_tokens=0)) is None
+
+
+def test_joining_short_descriptions_saves_calls_and_keeps_every_id(tmp_path, cli):
+    """The sample indexed with the default join limits and with every list summarized (Microsoft GraphRAG):
+    fewer summary calls, the same entities, relationships and communities, and each joined description holds
+    every description it was made from."""
+    import json
+
+    import pandas as pd
+
+    from tests.conftest import SAMPLE, make_project
+
+    runs = {}
+    for name, settings in (("joined", ""), ("always", "summarize_descriptions:\n  join_max_tokens: 0\n")):
+        root = make_project(tmp_path / name, SAMPLE, "chunking:\n  size: 600\n" + settings)
+        assert cli("index", "--root", root).exit_code == 0
+        stats = json.loads((root / "output" / "stats.json").read_text(encoding="utf-8"))
+        runs[name] = (root / "output", stats["stages"]["summarize_descriptions"])
+    (joined, stage), (always, always_stage) = runs["joined"], runs["always"]
+    assert stage["details"]["joined"] > 0 and always_stage["details"]["joined"] == 0
+    assert stage["llm"]["calls"] < always_stage["llm"]["calls"]
+    for table, columns in (("entities", ["id", "title"]), ("relationships", ["id", "source", "target"]),
+                           ("communities", ["id", "entity_ids"])):
+        left, right = (pd.read_parquet(out / f"{table}.parquet").sort_values("id")[columns].astype(str)
+                       for out in (joined, always))
+        pd.testing.assert_frame_equal(left.reset_index(drop=True), right.reset_index(drop=True), obj=table)
+    kept_whole = 0
+    for merged_table, final_table, key in (("merged_entities", "entities", ["title"]),
+                                           ("merged_relationships", "relationships", ["source", "target"])):
+        merged = pd.read_parquet(joined / f"{merged_table}.parquet").set_index(key)["descriptions"]
+        final = pd.read_parquet(joined / f"{final_table}.parquet").set_index(key)["description"]
+        kept_whole += sum(len(merged[k]) > 1 and all(d.rstrip(".") in final[k] for d in merged[k])
+                          for k in merged.index)
+    assert kept_whole >= stage["details"]["joined"]

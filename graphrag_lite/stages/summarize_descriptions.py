@@ -1,15 +1,18 @@
 """Stage summarize_descriptions: one description per entity and per relationship.
 
-A single distinct description is kept verbatim, with no call. Several are summarized by the LLM; when they do
-not fit in `max_input_tokens` they are folded: each batch is summarized, then the summaries, until one call
-takes them all. A summary that fails after retries falls back to the descriptions joined (nothing is lost),
-is listed in the problems, and the stage is marked for a re-run.
+A single distinct description is kept verbatim, with no call. Several are joined with no call when a summary
+would not pay: when they are few (`join_max_descriptions`) and their joined text short (`join_max_tokens`),
+a summary saves fewer tokens in later prompts than the call costs, and it can only lose or invent facts. The
+rest are summarized by the LLM; when they do not fit in `max_input_tokens` they are folded: each batch is
+summarized, then the summaries, until one call takes them all. A summary that fails after retries falls back
+to the descriptions joined (nothing is lost), is listed in the problems, and the stage is marked for a re-run.
 """
 
 from __future__ import annotations
 
 import asyncio
 import re
+from collections import Counter
 from collections.abc import Callable
 
 from graphrag_lite.config import SummarizeDescriptionsConfig
@@ -33,38 +36,46 @@ def run(ctx: StageContext) -> StageResult:
     lists = [list(d) for d in entities["descriptions"]] + [list(d) for d in relationships["descriptions"]]
     several = sum(len(d) > 1 for d in lists)
     problems: list[str] = []
-    said_it_all: list[str] = []
+    tally: Counter[str] = Counter()
     with ctx.bar(several, "summaries") as advance:
         summaries = asyncio.run(summarize_all(ctx.llm if several else None, cfg, template, subjects, lists,
-                                              problems, advance, said_it_all))
-    needing = several - len(said_it_all)
+                                              problems, advance, tally))
     entity_table = entities.drop(columns=["descriptions"]).assign(description=summaries[: len(entities)])
     relationship_table = relationships.drop(columns=["descriptions"]).assign(description=summaries[len(entities):])
     return StageResult(
         tables={"summarized_entities": entity_table, "summarized_relationships": relationship_table},
-        summary=f"{needing} of {len(lists)} entities and relationships had several descriptions and were "
-                f"summarized; {len(said_it_all)} had several, one of which said it all (kept, no call); the rest "
-                "kept their single description",
+        summary=f"{tally[SUMMARIZED]} of {len(lists)} entities and relationships had several descriptions and were "
+                f"summarized; {tally[JOINED]} had few and short ones, joined with no call; {tally[SAID_IT_ALL]} had "
+                "several, one of which said it all (kept, no call); the rest kept their single description",
         problems=problems,
-        details={"summarized": needing, "one_said_it_all": len(said_it_all), "kept_verbatim": len(lists) - several},
+        details={"summarized": tally[SUMMARIZED], "joined": tally[JOINED], "one_said_it_all": tally[SAID_IT_ALL],
+                 "kept_verbatim": len(lists) - several},
         complete=not problems,
     )
 
 
+SUMMARIZED, JOINED, SAID_IT_ALL = "summarized", "joined", "one said it all"
+
+
 async def summarize_all(gateway: Gateway | None, cfg: SummarizeDescriptionsConfig, template: str,
                         subjects: list[str], lists: list[list[str]], problems: list[str],
-                        advance: Callable[[], None], said_it_all: list[str] | None = None) -> list[str]:
-    """One description per subject; `said_it_all` gets the subjects whose longest description was kept
-    because it holds everything the others say (no call)."""
+                        advance: Callable[[], None], tally: Counter[str] | None = None) -> list[str]:
+    """One description per subject; `tally` counts the subjects with several descriptions by what was done
+    (SUMMARIZED, JOINED, SAID_IT_ALL)."""
+    tally = Counter() if tally is None else tally
+
     async def one(subject: str, descriptions: list[str]) -> str:
         if len(descriptions) <= 1:
             return descriptions[0] if descriptions else ""
         if (complete := says_it_all(subject, descriptions)) is not None:
+            tally[SAID_IT_ALL] += 1
+        elif (complete := joined_if_short(descriptions, cfg)) is not None:
+            tally[JOINED] += 1
+        if complete is not None:
             advance()
-            if said_it_all is not None:
-                said_it_all.append(subject)
             return complete
         assert gateway is not None
+        tally[SUMMARIZED] += 1
         try:
             return await summarize(gateway, cfg, template, subject, descriptions)
         except LLMCallError as err:
@@ -74,6 +85,14 @@ async def summarize_all(gateway: Gateway | None, cfg: SummarizeDescriptionsConfi
             advance()
 
     return await gather_all(one(s, d) for s, d in zip(subjects, lists, strict=True))
+
+
+def joined_if_short(descriptions: list[str], cfg: SummarizeDescriptionsConfig) -> str | None:
+    """The descriptions joined into one text when they are few and short enough to need no summary."""
+    if len(descriptions) > cfg.join_max_descriptions:
+        return None
+    text = " ".join(d if d.rstrip().endswith(SENTENCE_ENDS) else f"{d.rstrip()}." for d in descriptions)
+    return text if count_tokens(text, ENCODING) <= cfg.join_max_tokens else None
 
 
 async def summarize(gateway: Gateway, cfg: SummarizeDescriptionsConfig, template: str, subject: str,
