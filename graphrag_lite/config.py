@@ -164,6 +164,10 @@ class ExtractGraphConfig(Section):
     entity_types: list[str] = Field(["organization", "person", "geo", "event"],
                                     description="entity types the model is asked to find")
     max_gleanings: int = Field(1, ge=0, description="follow-up calls asking for missed entities")
+    gleaning: Literal["history", "compact"] = Field(
+        "history", description="what a follow-up sends: history, the whole conversation so far (GraphRAG); "
+        "compact, the first prompt again and the names already found instead of the first answer (fewer prompt "
+        "tokens, and the first prompt is a prefix a provider's prompt cache serves)")
     format: Literal["auto", "tuples", "json"] = Field(
         "auto", description="answer format: GraphRAG's tuples (prompt), or JSON (json_prompt); auto: JSON with "
         "structured output when LiteLLM says the model supports it, else tuples (a `prompt` set without a "
@@ -226,6 +230,13 @@ class SummarizeDescriptionsConfig(Section):
     max_length: int = Field(500, ge=1, description="words per summary")
     max_input_tokens: int = Field(4000, ge=100, description="descriptions per call are folded to this size")
     max_completion_tokens: int | None = Field(2000, ge=1, description="longest summary; a longer one is cut off")
+    join_max_tokens: int = Field(400, ge=0, description="several descriptions whose joined text has at most this "
+                                 "many tokens are joined with no model call (a summary of them saves fewer tokens "
+                                 "in later prompts than its call costs: bench/summary_threshold.py); longer ones "
+                                 "are summarized; 0 summarizes every entity or relationship with several "
+                                 "(Microsoft GraphRAG)")
+    join_max_descriptions: int = Field(8, ge=1, description="more distinct descriptions than this are summarized "
+                                       "even when they are short")
 
 
 class ExtractClaimsConfig(Section):
