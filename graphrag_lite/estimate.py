@@ -10,6 +10,9 @@ from graphrag_lite.config import GraphRagConfig
 # An extraction reply is about half as long as the text it reads (GraphRAG-style prompts, GPT-4-class models);
 # completion tokens are an estimate, prompt tokens and first-pass calls are exact.
 REPLY_TO_INPUT_RATIO = 0.5
+# A compact gleaning lists the entity names found instead of the reply: names are about a tenth of a reply's
+# tokens (entity records are about half of it, and a name is a fifth of its record)
+NAMES_TO_REPLY_RATIO = 0.1
 
 
 @dataclass
@@ -39,20 +42,24 @@ class CallEstimate:
 
 
 def gleaning_estimate(stage: str, model_id: str, prompts_tokens: list[int], text_tokens: list[int],
-                      max_gleanings: int, continue_tokens: int, cached: int = 0) -> CallEstimate:
-    """First calls are certain; each gleaning resends the conversation so far (prompt, replies, follow-ups).
-    `cached`: further text units whose answers the cache holds (not counted: they cost nothing)."""
+                      max_gleanings: int, continue_tokens: int, cached: int = 0, compact: bool = False
+                      ) -> CallEstimate:
+    """First calls are certain; each gleaning resends the conversation so far (prompt, replies, follow-ups),
+    or, `compact`, the prompt and the names found so far. `cached`: further text units whose answers the
+    cache holds (not counted: they cost nothing)."""
     replies = [int(t * REPLY_TO_INPUT_RATIO) for t in text_tokens]
     extra_calls = len(prompts_tokens) * (max_gleanings + max(0, max_gleanings - 1))
     extra_prompt = 0
     for prompt, reply in zip(prompts_tokens, replies, strict=True):
         history = prompt + reply
+        names = int(reply * NAMES_TO_REPLY_RATIO)
         for gleaning in range(max_gleanings):
-            history += continue_tokens
-            extra_prompt += history
-            history += reply // 2
+            sent = (prompt + names if compact else history) + continue_tokens
+            extra_prompt += sent
+            history = sent + reply // 2
+            names += int(reply // 2 * NAMES_TO_REPLY_RATIO)
             if gleaning < max_gleanings - 1:
-                extra_prompt += history + continue_tokens  # the yes/no check
+                extra_prompt += (prompt + names if compact else history) + continue_tokens  # the yes/no check
     return CallEstimate(stage=stage, model_id=model_id, calls=len(prompts_tokens), extra_calls=extra_calls,
                         prompt_tokens=sum(prompts_tokens), completion_tokens=sum(replies),
                         extra_prompt_tokens=extra_prompt,

@@ -1,9 +1,12 @@
 """Extraction of every text unit with gleaning: ask, then ask for what was missed, up to `max_gleanings` times.
 
 After the first answer a follow-up says that many items were missed; before each further follow-up the
-model is asked whether anything remains (Y/N), as in GraphRAG. Every answer is parsed on its own (GraphRAG
-concatenates them with no separator and loses the first gleaned record), and every call goes through the
-gateway, so answers are validated before they are cached.
+model is asked whether anything remains (Y/N), as in GraphRAG. A follow-up sends the whole conversation so
+far (history, GraphRAG's way) or, for graph extraction with `gleaning: compact`, the first prompt unchanged
+and the entity names found so far instead of the answers: far fewer prompt tokens, and the first prompt
+stays a prefix a provider's prompt cache serves. Every answer is parsed on its own (GraphRAG concatenates
+them with no separator and loses the first gleaned record), and every call goes through the gateway, so
+answers are validated before they are cached.
 
 What a real model may answer, and what happens:
 - records, with or without the completion marker: kept;
@@ -26,7 +29,7 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from graphrag_lite.extraction.grounding import Grounding, ground, normalize
-from graphrag_lite.extraction.tuples import ParsedReply
+from graphrag_lite.extraction.tuples import COMPLETION_DELIMITER, ParsedReply
 from graphrag_lite.llm.gateway import Gateway, LLMCallError, gather_all
 from graphrag_lite.llm.structured import ParseError, strip_reasoning
 from graphrag_lite.prompts import fill
@@ -34,6 +37,14 @@ from graphrag_lite.prompts import fill
 CONTINUE_GRAPH = ("MANY entities and relationships were missed in the last extraction. Remember to ONLY emit "
                   "entities that match any of the previously extracted types. Add them below using the same format:\n")
 CONTINUE_CLAIMS = ("MANY claims were missed in the last extraction. Add them below using the same format:\n")
+# compact follow-ups: the names found so far, then what to do (the model no longer sees its answers)
+FOUND_NAMES = "These entities were already extracted from the text above:\n{names}\n\n"
+_MISSED = ("MANY entities and relationships were missed in the last extraction. Add ONLY what was missed: the "
+           "entities of the entity types asked for that are not listed above, and the relationships that were "
+           "missed, between any entities of the text, listed or new. ")
+COMPACT_GRAPH = _MISSED + f"Use the same format as asked above and end with {COMPLETION_DELIMITER}\n"
+COMPACT_GRAPH_JSON = _MISSED + ('Answer with one JSON object of the same shape as asked above, {"entities": [...], '
+                                '"relationships": [...]}, holding only what was missed.\n')
 LOOP_CHECK = ("It appears some entities, relationships or claims may have still been missed. Answer Y if there "
               "are still some that need to be added, or N if there are none. Answer with a single letter, Y or N.\n")
 ECHO_SHARE = 0.5  # an answer most of whose word triples come from the input text is an echo
@@ -67,6 +78,7 @@ class ExtractionRequest:
     continue_prompt: str
     max_gleanings: int
     json_mode: bool = False
+    compact: bool = False  # compact follow-ups (graph extraction only: they list entity names)
     max_tokens: int | None = None
     grounded: bool = True
     habit: MarkerHabit = field(default_factory=MarkerHabit, compare=False)
@@ -158,14 +170,30 @@ async def extract_with_gleaning(gateway: Gateway, request: ExtractionRequest, te
     return outcome
 
 
+def follow_up(request: ExtractionRequest, history: list[dict[str, str]], parsed: ParsedReply, prompt: str
+              ) -> list[dict[str, str]]:
+    """The messages of a follow-up: the conversation so far and `prompt`; compact, the first prompt
+    byte for byte (a cached prefix), then one message with the entity names found so far and `prompt`."""
+    if not request.compact:
+        return [*history, {"role": "user", "content": prompt}]
+    names = "\n".join(dict.fromkeys(e.name for e in parsed.entities)) or "(none)"
+    return [history[0], {"role": "user", "content": FOUND_NAMES.format(names=names) + prompt}]
+
+
+def gleaning_prompt(request: ExtractionRequest) -> str:
+    if not request.compact:
+        return request.continue_prompt
+    return COMPACT_GRAPH_JSON if request.json_mode else COMPACT_GRAPH
+
+
 async def _glean(gateway: Gateway, request: ExtractionRequest, text: str, history: list[dict[str, str]],
                  outcome: UnitOutcome) -> None:
     assert outcome.parsed is not None
     for gleaning in range(request.max_gleanings):
-        history.append({"role": "user", "content": request.continue_prompt})
+        asked = follow_up(request, history, outcome.parsed, gleaning_prompt(request))
         outcome.calls += 1
         try:
-            more = await gateway.chat(request.model_id, history, stage=request.stage, step="glean",
+            more = await gateway.chat(request.model_id, asked, stage=request.stage, step="glean",
                                       parse=checked(request.parse, text, True, request.habit),
                                       json_mode=request.json_mode, max_tokens=request.max_tokens)
         except LLMCallError as err:
@@ -174,12 +202,12 @@ async def _glean(gateway: Gateway, request: ExtractionRequest, text: str, histor
             outcome.partial.append(f"gleaning {gleaning + 1} failed, the records found before it are kept: {err}")
             return
         outcome.parsed.extend(more.value)
-        history.append({"role": "assistant", "content": more.text})
+        history = [*asked, {"role": "assistant", "content": more.text}]
         if gleaning == request.max_gleanings - 1:
             return
         outcome.calls += 1
         try:
-            check = await gateway.chat(request.model_id, [*history, {"role": "user", "content": LOOP_CHECK}],
+            check = await gateway.chat(request.model_id, follow_up(request, history, outcome.parsed, LOOP_CHECK),
                                        stage=request.stage, step="check", parse=yes_or_no,
                                        max_tokens=request.max_tokens)  # room for a reasoning model's thoughts
         except LLMCallError as err:

@@ -518,16 +518,24 @@ def _graph_answer(first: str, names: list[str], found: dict[str, tuple[str, str]
     return json.dumps({"entities": entities, "relationships": relationships})
 
 
-def _emitted(name: str, prior: str) -> bool:
-    return f'"entity"{TUPLE}{name}{TUPLE}' in prior or f'"name": "{name}"' in prior
+def _emitted(last: str, prior: list[str]) -> Callable[[str], bool]:
+    """Whether a name was extracted before: a compact follow-up lists the names in its last message, a
+    history one shows the earlier answers."""
+    listed = re.search(r"already extracted from the text above:\n(.*?)\n\n", last, re.DOTALL)
+    if listed:
+        return set(listed.group(1).splitlines()).__contains__
+    answers = " ".join(prior)
+    # JSON answers are written by json.dumps, which escapes non-ASCII letters (a curly apostrophe in a name)
+    return lambda name: any(form in answers for form in (f'"entity"{TUPLE}{name}{TUPLE}', f'"name": "{name}"',
+                                                         f'"name": {json.dumps(name)}'))
 
 
 def continue_extraction(first: str, last: str, prior: list[str]) -> str:
     if _is_claims(first, last):
         return COMPLETE
     found = find_entities(source_text(first), entity_types(first))
-    emitted = " ".join(prior)
-    rest = [n for n in found if not _emitted(n, emitted)]
+    emitted = _emitted(last, prior)
+    rest = [n for n in found if not emitted(n)]
     if _is_json_graph(first):
         return _graph_answer(first, rest, found)
     return RECORD.join(_records_for(rest, found)) + COMPLETE if rest else COMPLETE
@@ -537,8 +545,8 @@ def loop_check(first: str, last: str, prior: list[str]) -> str:
     if _is_claims(first, last):
         return "N"
     found = find_entities(source_text(first), entity_types(first))
-    emitted = " ".join(prior)
-    return "Y" if any(not _emitted(n, emitted) for n in found) else "N"
+    emitted = _emitted(last, prior)
+    return "Y" if any(not emitted(n) for n in found) else "N"
 
 
 def claim_extraction(first: str, last: str, prior: list[str]) -> str:

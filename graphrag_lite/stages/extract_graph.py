@@ -15,10 +15,12 @@ from graphrag_lite.config import ExtractGraphConfig
 from graphrag_lite.estimate import CallEstimate, gleaning_estimate
 from graphrag_lite.extraction.gleaning import (
     CONTINUE_GRAPH,
+    FOUND_NAMES,
     ExtractionRequest,
     UnitOutcome,
     answered_units,
     extract_units,
+    gleaning_prompt,
     summarize_outcomes,
 )
 from graphrag_lite.extraction.tuples import (
@@ -62,8 +64,8 @@ def extraction_request(cfg: ExtractGraphConfig, gateway: Gateway) -> ExtractionR
     return ExtractionRequest(stage="extract_graph", model_id=cfg.model_id, template=extraction_prompt(cfg, chosen),
                              parse=parse_graph_json if chosen == "json" else parse_graph_reply,
                              continue_prompt=CONTINUE_GRAPH, max_gleanings=cfg.max_gleanings,
-                             json_mode=chosen == "json", max_tokens=cfg.max_completion_tokens,
-                             grounded=cfg.require_grounding)
+                             json_mode=chosen == "json", compact=cfg.gleaning == "compact",
+                             max_tokens=cfg.max_completion_tokens, grounded=cfg.require_grounding)
 
 
 def estimate(ctx: StageContext) -> CallEstimate:
@@ -73,8 +75,9 @@ def estimate(ctx: StageContext) -> CallEstimate:
     answered = answered_units(ctx.llm, request, units["text"].tolist())
     base = count_tokens(fill(request.template, input_text=""), ESTIMATE_ENCODING)
     texts = [int(n) for n, known in zip(units["n_tokens"], answered, strict=True) if not known]
+    asked = FOUND_NAMES.format(names="") + gleaning_prompt(request) if request.compact else CONTINUE_GRAPH
     return gleaning_estimate("extract_graph", cfg.model_id, [base + n for n in texts], texts, cfg.max_gleanings,
-                             count_tokens(CONTINUE_GRAPH, ESTIMATE_ENCODING), cached=sum(answered))
+                             count_tokens(asked, ESTIMATE_ENCODING), cached=sum(answered), compact=request.compact)
 
 
 def run(ctx: StageContext) -> StageResult:
