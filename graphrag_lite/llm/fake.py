@@ -688,9 +688,8 @@ def _is_judgment(first: str, last: str) -> bool:
 def judgment(first: str, last: str, prior: list[str]) -> str:
     """A judge that looks only at content, never at position: the answer with more distinct content words
     wins every criterion but directness, which the shorter answer wins; equal counts tie."""
-    criteria = re.findall(r"^- ([\w -]+):", first.split("---Criteria---")[1].split("---Question---")[0], re.M)
-    answers = [first.split("---Answer 1---")[1].split("---Answer 2---")[0],
-               first.split("---Answer 2---")[1].split("---Output---")[0]]
+    criteria = re.findall(r"^- ([\w -]+):", first.split("---Criteria---")[1].split("---")[0], re.M)
+    answers = [first.split("---Answer 1---")[1].split("---Answer 2---")[0], first.split("---Answer 2---")[1]]
     sizes = [len(_words(a)) for a in answers]
     verdict = {}
     for name in criteria:
@@ -720,13 +719,13 @@ def types_answer(first: str, last: str, prior: list[str]) -> str:
 
 
 def _is_alias_question(first: str, last: str) -> bool:
-    return "-Candidates-" in first and "Which candidate does" in first
+    return "-Candidates-" in first and "Which candidate does the short name denote" in first
 
 
 def alias_choice(first: str, last: str, prior: list[str]) -> str:
     """The candidate whose description shares most words with the short name's; 0 when none shares any."""
     described = first.split("What the text says about it:")[1].split("-Candidates-")[0]
-    listing = first.split("-Candidates-")[1].split("-Task-")[0]
+    listing = first.split("-Candidates-")[1]
     candidates = re.findall(r"^(\d+)\. [^:]*: (.*)$", listing, re.M)
     shared = [(len(_words(described) & _words(text)), int(number)) for number, text in candidates]
     best = max(shared, default=(0, 0))
