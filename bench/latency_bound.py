@@ -7,7 +7,8 @@ The documents are, with `--corpus hotpotqa` (default), the first Wikipedia parag
 ../shared/corpora/hotpotqa-100/corpus.json, one file each (100: 100 text units of about 150 tokens); with
 `--corpus podcasts`, the first transcript parts of the GraphRAG paper's podcast corpus, two consecutive parts
 of an episode per file (150: about 130k words in 230 text units of up to 1,200 tokens, the shape of issue
-16's corpus). `--set` changes a setting (e.g. `--set extract_graph.gleaning=compact`).
+16's corpus). `--set` changes a setting (e.g. `--set extract_graph.gleaning=compact`); `--compare` indexes once per
+variant (the settings before issue 16, the defaults, each option) and prints a line each.
 The standard pipeline indexes them from scratch (no answer cache) through the fake provider answering every
 call after a fixed `--latency`, with `--concurrency` calls in flight per model, one gleaning, claims off (the
 set-up of issue 16). The bound is what latency and concurrency allow for the calls the run actually made: per
@@ -31,6 +32,7 @@ import time
 import zipfile
 from pathlib import Path
 
+import pandas as pd
 import yaml
 from shared_data import shared_path
 
@@ -74,10 +76,10 @@ def write_podcasts(folder: Path, count: int) -> None:
             (folder / f"{number // 2:04d}-{Path(names[number]).stem[:50]}.txt").write_text(text, encoding="utf-8")
 
 
-def settings(args: argparse.Namespace) -> str:
-    """The benchmark's settings with the `--set` changes applied."""
+def settings(args: argparse.Namespace, changes: list[str]) -> str:
+    """The benchmark's settings with `changes` (section.key=value) applied."""
     values = yaml.safe_load(SETTINGS.format(latency=args.latency, concurrency=args.concurrency))
-    for change in args.set:
+    for change in changes:
         key, _, raw = change.partition("=")
         *sections, last = key.split(".")
         node = values
@@ -99,6 +101,13 @@ def rounds(name: str, stage: dict, sent: int, concurrency: int, levels: int) -> 
     return max(math.ceil(sent / concurrency), chained)
 
 
+VARIANTS = {  # --compare: the settings before issue 16, the defaults, and each option of issue 16
+    "before (summarize all)": ["summarize_descriptions.join_max_tokens=0"],
+    "defaults": [],
+    "gleaning compact": ["extract_graph.gleaning=compact"],
+}
+
+
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
     parser.add_argument("--corpus", choices=("hotpotqa", "podcasts"), default="hotpotqa")
@@ -106,12 +115,24 @@ def main() -> None:
     parser.add_argument("--latency", type=float, default=0.5)
     parser.add_argument("--concurrency", type=int, default=25)
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
+    parser.add_argument("--compare", action="store_true", help="index once per variant (VARIANTS) and print "
+                        "one line each, with calls and prompt tokens relative to the first")
     args = parser.parse_args()
     args.documents = args.documents or (150 if args.corpus == "podcasts" else 100)
+    if not args.compare:
+        stats, wall, _ = index_once(args, args.set)
+        report(stats, wall, args)
+        return
+    runs = {name: index_once(args, args.set + changes) for name, changes in VARIANTS.items()}
+    compare(runs, args)
+
+
+def index_once(args: argparse.Namespace, changes: list[str]) -> tuple[dict, float, dict[str, set[str]]]:
+    """stats.json, the process's wall time, and the ids of entities, relationships and communities."""
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
         (root / "input").mkdir()
-        (root / "settings.yaml").write_text(settings(args), encoding="utf-8")
+        (root / "settings.yaml").write_text(settings(args, changes), encoding="utf-8")
         write_corpus(root / "input", args.corpus, args.documents)
         started = time.perf_counter()
         done = subprocess.run([sys.executable, "-m", "graphrag_lite", "index", "--root", str(root), "--quiet"],
@@ -120,7 +141,43 @@ def main() -> None:
         if done.returncode != 0:
             raise SystemExit(f"index failed ({done.returncode}): {done.stderr[-2000:]}")
         stats = json.loads((root / "output" / "stats.json").read_text(encoding="utf-8"))
-    report(stats, wall, args)
+        ids = {table: set(pd.read_parquet(root / "output" / f"{table}.parquet", columns=["id"])["id"])
+               for table in ("entities", "relationships", "communities")}
+    return stats, wall, ids
+
+
+def compare(runs: dict[str, tuple[dict, float, dict[str, set[str]]]], args: argparse.Namespace) -> None:
+    what = "HotpotQA paragraphs" if args.corpus == "hotpotqa" else "podcast files"
+    print(f"standard index of {args.documents} {what}, fake provider at {args.latency} s a call, concurrency "
+          f"{args.concurrency}, one gleaning, claims off, no cache")
+    print(f"{'variant':26}{'calls':>7}{'x':>6}{'prompt tok':>12}{'x':>6}{'compl. tok':>12}{'wall s':>8}"
+          f"{'bound s':>8}{'w/b':>6}  same ids as the first")
+    first_calls = first_prompt = 0
+    first_ids: dict[str, set[str]] = {}
+    for name, (stats, _, ids) in runs.items():
+        llm = stats.get("llm") or {}
+        calls, prompt = llm.get("calls", 0) - llm.get("cache_hits", 0), llm.get("prompt_tokens", 0)
+        first_calls, first_prompt, first_ids = first_calls or calls, first_prompt or prompt, first_ids or ids
+        bound = critical_path(stats, args)
+        ratio = f"{stats.get('wall_s', 0.0) / bound:.2f}" if bound else "n/a"
+        same = ", ".join(f"{table} {'yes' if ids[table] == first_ids[table] else 'NO'}" for table in ids)
+        print(f"{name:26}{calls:>7,}{calls / first_calls:>6.2f}{prompt:>12,}{prompt / first_prompt:>6.2f}"
+              f"{llm.get('completion_tokens', 0):>12,}{stats.get('wall_s', 0.0):>8.1f}{bound:>8.1f}{ratio:>6}  {same}")
+
+
+def community_levels(stats: dict) -> int:
+    return len(stats["stages"].get("cluster_graph", {}).get("details", {}).get("communities_per_level", {})) or 1
+
+
+def critical_path(stats: dict, args: argparse.Namespace) -> float:
+    """The bound: the stages' rounds of calls, one stage after another."""
+    levels = community_levels(stats)
+    total = 0.0
+    for name, stage in stats["stages"].items():
+        llm = stage.get("llm") or {}
+        total += rounds(name, stage, llm.get("calls", 0) - llm.get("cache_hits", 0), args.concurrency,
+                        levels) * args.latency
+    return total
 
 
 def report(stats: dict, wall: float, args: argparse.Namespace) -> None:
@@ -130,7 +187,7 @@ def report(stats: dict, wall: float, args: argparse.Namespace) -> None:
           + "".join(f", {change}" for change in args.set))
     print(f"{'stage':24}{'calls':>8}{'prompt tok':>12}{'compl. tok':>12}{'wall s':>9}{'bound s':>9}")
     total_bound = 0.0
-    levels = len(stats["stages"].get("cluster_graph", {}).get("details", {}).get("communities_per_level", {})) or 1
+    levels = community_levels(stats)
     for name, stage in stats["stages"].items():
         llm = stage.get("llm") or {}
         sent = llm.get("calls", 0) - llm.get("cache_hits", 0)
