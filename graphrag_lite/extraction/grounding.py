@@ -23,7 +23,10 @@ _OPTIONAL_WORDS = frozenset({"the", "a", "an", "of", "and", "mr", "mrs", "ms", "
 def normalize(text: str) -> str:
     """Lower case, accents removed, every run of non-word characters one space, padded with spaces."""
     folded = unicodedata.normalize("NFKD", text.casefold())
-    folded = "".join(c for c in folded if not unicodedata.combining(c))
+    # the accents found among the text's distinct characters, then removed in one pass (not a test per character)
+    accents = [c for c in set(folded) if unicodedata.combining(c)]
+    if accents:
+        folded = folded.translate(dict.fromkeys(map(ord, accents)))
     return " " + " ".join(re.findall(r"\w+", folded)) + " "
 
 

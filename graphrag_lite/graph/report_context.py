@@ -2,14 +2,16 @@
 
 A community's own detail is its entities (by degree), all relationships with both ends inside it (by
 combined degree; never edges to other communities) and its claims, as `|`-delimited tables. Every row is
-rendered and its tokens counted once for the whole index, so packing any context is a sum, linear in its
-rows. When a community's detail does not fit, the reports of its sub-communities (already written: levels
-are done deepest first) replace those sub-communities' detail, largest first, until it fits; GraphRAG means
-to do this but builds every context before any report exists. What still does not fit is cut by rank.
+rendered and its tokens counted once for the whole index (a sub-community report's only when a context needs
+it), so packing any context is a sum, linear in its rows. When a community's detail does not fit, the
+reports of its sub-communities (already written: levels are done deepest first) replace those
+sub-communities' detail, largest first, until it fits; GraphRAG means to do this but builds every context
+before any report exists. What still does not fit is cut by rank.
 """
 
 from __future__ import annotations
 
+import functools
 import hashlib
 from dataclasses import dataclass, field
 
@@ -29,7 +31,12 @@ HEADERS = {
 @dataclass(frozen=True)
 class Row:
     text: str
-    tokens: int
+
+    @functools.cached_property
+    def tokens(self) -> int:
+        """Counted once: a graph row's when the builder renders it, a sub-community report's only when its
+        parent's own detail does not fit, which most never are."""
+        return count_tokens(self.text, ENCODING)
 
 
 @dataclass
@@ -88,11 +95,13 @@ class ContextBuilder:
 
     @staticmethod
     def _row(text: str) -> Row:
-        line = text + "\n"
-        return Row(line, count_tokens(line, ENCODING))
+        row = Row(text + "\n")
+        _ = row.tokens  # counted now, so that packing a context only sums
+        return row
 
     def report_row(self, community: int, title: str, content: str) -> Row:
-        return self._row(f"{community}|{_clean(title)}|{_clean(content)}")
+        """A sub-community report as a row, its tokens counted when a context first needs them."""
+        return Row(f"{community}|{_clean(title)}|{_clean(content)}\n")
 
     def digest(self, entity_ids: list[str], relationship_ids: list[str], context: Context,
                children: list[ChildReport], salt: str = "") -> str:

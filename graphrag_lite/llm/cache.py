@@ -23,6 +23,7 @@ CREATE TABLE IF NOT EXISTS answers (
     created REAL NOT NULL
 )
 """
+INSERT = "INSERT OR REPLACE INTO answers (key, kind, value, created) VALUES (?, ?, ?, ?)"
 
 
 def cache_key(kind: str, model: str, payload: Any, call_args: dict[str, Any], endpoint: str = "") -> str:
@@ -53,8 +54,20 @@ class AnswerCache:
         return json.loads(row[0]) if row else None
 
     def put(self, key: str, kind: str, value: Any) -> None:
-        self._db.execute("INSERT OR REPLACE INTO answers (key, kind, value, created) VALUES (?, ?, ?, ?)",
-                         (key, kind, json.dumps(value, ensure_ascii=False), time.time()))
+        self._db.execute(INSERT, (key, kind, json.dumps(value, ensure_ascii=False), time.time()))
+
+    def put_many(self, kind: str, items: list[tuple[str, Any]]) -> None:
+        """Several answers (key, value) in one transaction: one commit, where a commit per answer (the
+        vectors of an embedding batch) costs more than writing them."""
+        now = time.time()
+        rows = [(key, kind, json.dumps(value, ensure_ascii=False), now) for key, value in items]
+        self._db.execute("BEGIN")
+        try:
+            self._db.executemany(INSERT, rows)
+        except BaseException:
+            self._db.execute("ROLLBACK")
+            raise
+        self._db.execute("COMMIT")
 
     def delete(self, key: str) -> None:
         self._db.execute("DELETE FROM answers WHERE key = ?", (key,))

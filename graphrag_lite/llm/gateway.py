@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import contextvars
+import functools
 import ipaddress
 import logging
 import random
@@ -219,7 +220,7 @@ class Gateway:
 
     async def _send_chat(self, model_id: str, model: ModelConfig, messages: Messages, args: dict[str, Any],
                          stage: str) -> _Answer:
-        estimate = sum(count_tokens(m["content"], TOKEN_ENCODING) + 4 for m in messages)
+        estimate = prompt_estimate(messages)
         streamed = self._streams(model)
 
         async def call() -> _Answer:
@@ -229,7 +230,7 @@ class Gateway:
                                                        **self._connection(model), **args)
             usage = getattr(response, "usage", None)
             choice = response.choices[0]
-            return _Answer(choice.message.content or "", int(getattr(usage, "prompt_tokens", 0) or estimate),
+            return _Answer(choice.message.content or "", int(getattr(usage, "prompt_tokens", 0) or estimate()),
                            int(getattr(usage, "completion_tokens", 0) or 0), self._cost(response), 0,
                            getattr(choice, "finish_reason", None), provider_cached_tokens(usage))
 
@@ -239,7 +240,7 @@ class Gateway:
         return answer
 
     async def _read_stream(self, model: ModelConfig, messages: Messages, args: dict[str, Any],
-                           estimate: int) -> _Answer:
+                           estimate: Callable[[], int]) -> _Answer:
         """A streamed answer, abandoned (TimeoutError, retried) when no piece comes for `timeout` seconds:
         a slow local model may take minutes for a long answer, but a silent one has stalled."""
         response = await asyncio.wait_for(self._litellm.acompletion(
@@ -259,10 +260,10 @@ class Gateway:
                 finish = chunk.choices[0].finish_reason or finish
         return self._streamed(model, "".join(pieces), usage, estimate, 0, finish)
 
-    def _streamed(self, model: ModelConfig, text: str, usage: Any, estimate: int, retries: int,
+    def _streamed(self, model: ModelConfig, text: str, usage: Any, estimate: Callable[[], int], retries: int,
                   finish: str | None = None) -> _Answer:
         """A streamed answer's accounting: the usage the provider sent, or counts of what arrived."""
-        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or estimate)
+        prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or estimate())
         completion_tokens = int(getattr(usage, "completion_tokens", 0) or count_tokens(text, TOKEN_ENCODING))
         cached = provider_cached_tokens(usage)
         return _Answer(text, prompt_tokens, completion_tokens,
@@ -281,7 +282,7 @@ class Gateway:
             self._record(stage, model_id, "chat", cached_usage(cached), None, 0, ok=True)
             yield cached["text"]
             return
-        estimate = sum(count_tokens(m["content"], TOKEN_ENCODING) + 4 for m in messages)
+        estimate = prompt_estimate(messages)
         started = time.perf_counter()
 
         async def call() -> Any:
@@ -299,7 +300,7 @@ class Gateway:
                     pieces.append(piece)
                     yield piece
         except Exception as err:  # the stream broke: what was shown cannot be taken back
-            self._record(stage, model_id, "chat", _Answer("", estimate, 0, None, retries), started, 0, ok=False)
+            self._record(stage, model_id, "chat", _Answer("", estimate(), 0, None, retries), started, 0, ok=False)
             raise LLMCallError(f"model '{model_id}' stopped in the middle of its answer: {_describe(err, model)}"
                                ) from None
         text = "".join(pieces)
@@ -343,17 +344,16 @@ class Gateway:
         args = dict(model.call_args)
         dimensions: set[int] = set()
 
-        async def run(batch: list[int]) -> None:
+        async def run(batch: list[int], estimate: int) -> None:
             items = [texts[missing[i]] for i in batch]
             started = time.perf_counter()
-            estimate = sum(count_tokens(t, TOKEN_ENCODING) for t in items)
 
             async def call() -> Any:
                 return await self._litellm.aembedding(model=model.model, input=items, **self._connection(model),
                                                       **args)
 
             try:
-                response, retries = await self._with_retries(model_id, model, estimate, call, stage, False, 0)
+                response, retries = await self._with_retries(model_id, model, lambda: estimate, call, stage, False, 0)
             except LLMCallError:
                 self._record(stage, model_id, "embedding", _Answer("", 0, 0, None, 0), started, 0, ok=False)
                 raise
@@ -361,37 +361,43 @@ class Gateway:
             tokens = int(getattr(usage, "prompt_tokens", 0) or estimate)
             self._record(stage, model_id, "embedding", _Answer("", tokens, 0, self._cost(response), retries), started,
                          0, ok=True)
+            answered = []
             for position, item in zip(batch, response.data, strict=True):
                 vector = list(item["embedding"] if isinstance(item, dict) else item.embedding)
                 vectors[missing[position]] = vector
                 dimensions.add(len(vector))
-                if self.cache is not None:
-                    self.cache.put(keys[missing[position]], "embedding", vector)
+                answered.append((keys[missing[position]], vector))
+            if self.cache is not None:
+                self.cache.put_many("embedding", answered)
 
         batches = _batches([texts[i] for i in missing], batch_size, batch_max_tokens)
-        await gather_all(run(batch) for batch in batches)
+        await gather_all(run(batch, tokens) for batch, tokens in batches)
         return max(dimensions) if dimensions else None
 
     # ------------------------------------------------------------ transport
 
-    async def _with_retries(self, model_id: str, model: ModelConfig, estimate: int, call: Callable[[], Any],
-                            stage: str, streamed: bool, completion: int | None = None) -> tuple[Any, int]:
+    async def _with_retries(self, model_id: str, model: ModelConfig, estimate: Callable[[], int],
+                            call: Callable[[], Any], stage: str, streamed: bool, completion: int | None = None
+                            ) -> tuple[Any, int]:
         """`call()` within the model's limits and the budget, retried as its errors allow. A streamed call
-        times out on silence (inside `call`), any other on its total time."""
+        times out on silence (inside `call`), any other on its total time. `estimate()` counts the prompt's
+        tokens, only when a tokens-per-minute limit or a budget needs them before sending, or when an attempt
+        fails."""
         if model_id not in self._keyed:  # before the first call is sent (a cached answer needs no key)
             if (problem := key_problem(model)) is not None:
                 raise LLMConfigurationError(f"model '{model_id}' ({model.model}): {problem}; "
                                             f"{no_key_choices(self._root)}")
             self._keyed.add(model_id)
         limiter = self._limiter(model_id, model)
+        counted = estimate() if self._counts_before_sending(model) else 0
         for attempt in range(model.max_retries + 1):
-            level = await limiter.admit(estimate)
+            level = await limiter.admit(counted)
             rate_limited = False
             used: int | None = None
             latency: float | None = None
             sent = time.monotonic()
             try:
-                reservation = await self._reserve(model, estimate, completion)
+                reservation = await self._reserve(model, counted, completion)
                 try:
                     response = await (call() if streamed else asyncio.wait_for(call(), timeout=model.timeout))
                 finally:
@@ -405,7 +411,7 @@ class Gateway:
             except Exception as err:  # classified below: retried, or raised with a clear message
                 rate_limited = _status(err) == 429
                 if _reached_provider(err):  # the provider read the prompt: it counts, even unanswered
-                    self._record_failed_attempt(stage, model_id, model, estimate, _timed_out(err))
+                    self._record_failed_attempt(stage, model_id, model, estimate(), _timed_out(err))
                 delay = self._retry_delay(model_id, model, err, attempt)
                 if attempt == model.max_retries:
                     LOG.warning("%s: model %s gave up after %d attempts: %s", stage, model_id, attempt + 1,
@@ -415,9 +421,16 @@ class Gateway:
                 LOG.info("%s: model %s attempt %d failed (%s); retrying in %.1fs", stage, model_id, attempt + 1,
                          _describe(err, model), delay)
             finally:
-                await limiter.done(estimate, used, rate_limited, latency, level)
+                await limiter.done(counted, used, rate_limited, latency, level)
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
+
+    def _counts_before_sending(self, model: ModelConfig) -> bool:
+        """Whether a call's prompt tokens are needed before it is sent: to take them from a tokens-per-minute
+        limit, or to reserve the call's likely cost against a budget. Otherwise they are not counted at all
+        when the provider reports its own count (counting is the largest CPU cost of a call here)."""
+        return bool(model.tokens_per_minute) or self.ledger.max_cost_usd is not None or \
+            self.ledger.max_tokens is not None
 
     async def _reserve(self, model: ModelConfig, estimate: int, completion: int | None) -> tuple[float, int]:
         """Reserve a call's likely cost before it is sent (an answer as long as its prompt, at most
@@ -624,6 +637,20 @@ async def gather_all(calls: Iterable[Awaitable[T]]) -> list[T]:
         raise
 
 
+def prompt_estimate(messages: Messages) -> Callable[[], int]:
+    """The prompt tokens of `messages` as they are now (a conversation grows after an unusable answer), as
+    counted here with 4 a message for its role and framing; counted on the first call only."""
+    contents = [m["content"] for m in messages]
+    return functools.cache(lambda: sum(message_tokens(content) for content in contents))
+
+
+@functools.lru_cache(maxsize=256)
+def message_tokens(content: str) -> int:
+    """A message's tokens, remembered for the last messages: a follow-up (a gleaning, a correction) sends the
+    conversation so far again, which would otherwise be counted again."""
+    return count_tokens(content, TOKEN_ENCODING) + 4
+
+
 def _parse(parser: Callable[[str], Any], answer: _Answer) -> Any:
     """The parsed answer; ParseError for anything that cannot be used, including a parser that fails in an
     unforeseen way (a reply it has never seen must not stop the run) and an answer cut off by max_tokens."""
@@ -688,19 +715,20 @@ def load_litellm(models: Any) -> Any:
     return litellm
 
 
-def _batches(texts: list[str], size: int, max_tokens: int) -> list[list[int]]:
-    batches: list[list[int]] = []
+def _batches(texts: list[str], size: int, max_tokens: int) -> list[tuple[list[int], int]]:
+    """Batches of at most `size` texts and `max_tokens` tokens: the texts' positions and their tokens."""
+    batches: list[tuple[list[int], int]] = []
     current: list[int] = []
     tokens = 0
     for index, text in enumerate(texts):
         n = count_tokens(text, TOKEN_ENCODING)
         if current and (len(current) >= size or tokens + n > max_tokens):
-            batches.append(current)
+            batches.append((current, tokens))
             current, tokens = [], 0
         current.append(index)
         tokens += n
     if current:
-        batches.append(current)
+        batches.append((current, tokens))
     return batches
 
 
