@@ -325,3 +325,37 @@ def test_cached_prompt_tokens_are_read_from_every_usage_shape_providers_send():
     empty_details = SimpleNamespace(prompt_tokens_details=SimpleNamespace(cached_tokens=None))
     assert [provider_cached_tokens(u) for u in (openai, anthropic, no_details, empty_details, None)] == \
         [1536, 1024, 0, 0, 0]
+
+
+def test_claude_calls_mark_the_first_message_for_anthropic_prompt_caching_and_others_do_not(tmp_path, monkeypatch):
+    """The request LiteLLM builds for Anthropic carries cache_control on the first message (the instructions
+    and text a gleaning or a correction sends again); the cache reads in the reply are counted and priced."""
+    import httpx
+    from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
+
+    from graphrag_lite.llm.gateway import marks_prompt_cache
+
+    sent = []
+
+    async def post(self, url, data=None, json=None, **kwargs):
+        sent.append(json if json is not None else __import__("json").loads(data))
+        reply = {"id": "msg_1", "type": "message", "role": "assistant", "model": "claude-sonnet-4-5",
+                 "content": [{"type": "text", "text": "Done."}], "stop_reason": "end_turn", "stop_sequence": None,
+                 "usage": {"input_tokens": 200, "output_tokens": 3, "cache_read_input_tokens": 1800,
+                           "cache_creation_input_tokens": 0}}
+        return httpx.Response(200, json=reply, request=httpx.Request("POST", url))
+
+    monkeypatch.setattr(AsyncHTTPHandler, "post", post)
+    cfg = GraphRagConfig(models={"default_chat_model": ModelConfig(model="anthropic/claude-sonnet-4-5",
+                                                                   api_key="sk-ant-test")},
+                         cache=CacheConfig(base_dir=tmp_path))
+    gateway = Gateway(cfg)
+    messages = [{"role": "user", "content": "Extract the entities. " * 40}, {"role": "user", "content": "More?"}]
+    assert asyncio.run(gateway.chat("default_chat_model", messages, stage="extract_graph")).value == "Done."
+    blocks = [block for message in sent[0]["messages"] for block in message["content"]]
+    assert blocks[0]["cache_control"] == {"type": "ephemeral"} and "cache_control" not in blocks[-1]
+    record = gateway.ledger.records[0]
+    assert record.provider_cached_tokens == 1800
+    assert record.cost_usd == pytest.approx(200 * 3e-6 + 1800 * 0.3e-6 + 3 * 15e-6)  # cache reads at a tenth
+    assert not marks_prompt_cache("openai/gpt-4o-mini") and not marks_prompt_cache("ollama/llama3")
+    assert marks_prompt_cache("bedrock/us.anthropic.claude-sonnet-4-20250514-v1:0")

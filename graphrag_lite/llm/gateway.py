@@ -578,6 +578,8 @@ class Gateway:
             connection["api_base"] = model.api_base
         if model.api_version:
             connection["api_version"] = model.api_version
+        if marks_prompt_cache(model.model):
+            connection["cache_control_injection_points"] = ANTHROPIC_CACHE_POINTS
         return connection
 
     def _cost(self, response: Any) -> float | None:
@@ -607,6 +609,28 @@ class Gateway:
 def stored_answer(text: str, spent: _Answer) -> dict[str, Any]:
     """A cache entry: the answer, and what it cost to get (so a cache hit can say what it saved)."""
     return {"text": text, "usage": [spent.prompt_tokens, spent.completion_tokens, spent.cost_usd]}
+
+
+# Anthropic caches a prompt prefix only up to a block marked cache_control. The first message holds the
+# instructions and the text of a stage's call, and a follow-up (a gleaning, a request to correct an answer)
+# sends it again: marked, it is read from the cache at a tenth of the price. LiteLLM adds the marker.
+ANTHROPIC_CACHE_POINTS = [{"location": "message", "index": 0}]
+
+
+@functools.lru_cache(maxsize=64)
+def marks_prompt_cache(model: str) -> bool:
+    """Whether the model wants an explicit cache marker (Claude on Anthropic, Bedrock, Vertex AI), by
+    LiteLLM's model map; other providers cache prefixes on their own."""
+    if model.startswith("fake/"):
+        return False
+    try:
+        from litellm import get_llm_provider
+        from litellm.llms.anthropic.common_utils import supports_anthropic_cache_control
+
+        name, provider, *_ = get_llm_provider(model=model)
+    except Exception:  # an older LiteLLM, or a model it cannot route: no marker, no harm
+        return False
+    return bool(supports_anthropic_cache_control(name, provider))
 
 
 def provider_cached_tokens(usage: Any) -> int:
