@@ -31,7 +31,6 @@ import cProfile
 import gc
 import importlib
 import inspect
-import json
 import os
 import pstats
 import re
@@ -46,20 +45,8 @@ from concurrent.futures import ThreadPoolExecutor
 from pathlib import Path
 from typing import Any, ClassVar
 
-from shared_data import shared_path
+import latency_bound
 
-SETTINGS = """models:
-  default_chat_model:
-    model: fake/default?latency={latency}
-    concurrency: {concurrency}
-  default_embedding_model:
-    model: fake/embedding?latency={latency}
-    concurrency: {concurrency}
-extract_graph:
-  max_gleanings: 1
-extract_claims:
-  enabled: false
-"""  # bench/latency_bound.py's settings (issue 16's set-up)
 LITELLM, FAKE, CALL_PATH, RUNNER = "litellm", "fake provider", "call path", "runner between stages"
 GC = "garbage collection"
 IMPORTS, OTHER = "imports", "no own caller"
@@ -68,19 +55,10 @@ STAGE = "stage "  # + the stage's name
 TICKS = os.sysconf("SC_CLK_TCK")
 
 
-def write_corpus(folder: Path, count: int) -> None:
-    """bench/latency_bound.py's HotpotQA corpus: the first `count` paragraphs, one file each."""
-    paragraphs = json.loads(shared_path("corpora/hotpotqa-100/corpus.json").read_text(encoding="utf-8"))
-    for number, (title, sentences) in enumerate(list(paragraphs.items())[:count]):
-        name = "".join(c if c.isalnum() else "-" for c in title)[:60]
-        (folder / f"{number:04d}-{name}.txt").write_text(f"{title}\n\n{' '.join(sentences)}\n", encoding="utf-8")
-
-
 def project(folder: Path, args: argparse.Namespace) -> Path:
     (folder / "input").mkdir()
-    (folder / "settings.yaml").write_text(SETTINGS.format(latency=args.latency, concurrency=args.concurrency),
-                                          encoding="utf-8")
-    write_corpus(folder / "input", args.documents)
+    (folder / "settings.yaml").write_text(latency_bound.settings(args, []), encoding="utf-8")
+    latency_bound.write_corpus(folder / "input", "hotpotqa", args.documents)  # that bench's set-up
     return folder
 
 
