@@ -3,16 +3,19 @@
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import logging
 import shlex
 import time
 import traceback
-from collections.abc import Callable, Coroutine
+from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
+from rich.markup import escape
 
 from graphrag_lite.errors import ConfigError, GraphragLiteError, IndexIncomplete, MissingIndex, index_command
 
@@ -99,6 +102,12 @@ class RunOptions:
     from_stage: str | None = None
     no_cache: bool = False
     dry_run: bool = False
+    batch: bool = False
+
+
+BatchFlag = Annotated[bool, typer.Option("--batch", help="send the model calls as provider batch jobs: about half "
+                                         "the price, answered within 24 hours; a stopped run re-attaches to its "
+                                         "batches when run again")]
 
 
 def build_index(out: Console, root: Path, config: Path | None, set_: list[str], method: str | None,
@@ -120,18 +129,22 @@ def build_index(out: Console, root: Path, config: Path | None, set_: list[str], 
             out.print(f"[yellow]note:[/yellow] the index in {cfg.output.base_dir} was built with the "
                       f"{built_with[0]} method; this run uses {pipeline.name}, and re-runs what it changes "
                       f"(`update`, or --method {built_with[1]}, keeps {built_with[0]})", highlight=False)
+    cfg.batch.enabled = options.batch
     verb = "Updating" if built_with is not None else "Indexing"
     out.print(f"{verb} with pipeline [bold]{pipeline.name}[/bold] ({' → '.join(s.name for s in pipeline.stages)})",
               highlight=False)
     if built_with is not None:
         _print_pending_changes(out, cfg)
     if options.dry_run:
-        print_estimates(estimate_pipeline(cfg, pipeline, out, use_cache=not options.no_cache))
+        print_estimates(estimate_pipeline(cfg, pipeline, out, use_cache=not options.no_cache), options.batch)
         return 0
-    started = time.perf_counter()
-    summary = run_pipeline(cfg, pipeline, out, force=options.force, from_stage=options.from_stage,
-                           use_cache=not options.no_cache)
+    started, since = time.perf_counter(), time.time()
+    with batch_progress(out, cfg):
+        summary = run_pipeline(cfg, pipeline, out, force=options.force, from_stage=options.from_stage,
+                               use_cache=not options.no_cache)
     print_run_end(out, summary, cfg.root_dir, time.perf_counter() - started)
+    if options.batch:
+        print_batch_end(out, summary, since)
     if summary.problems:
         out.print(f"[yellow]{summary.problems} problems[/yellow], listed in {summary.output_dir}/stats.json")
     if summary.incomplete:
@@ -140,6 +153,69 @@ def build_index(out: Console, root: Path, config: Path | None, set_: list[str], 
                      f"(exit code {IndexIncomplete.exit_code})", highlight=False)
         return IndexIncomplete.exit_code
     return 0
+
+
+@contextlib.contextmanager
+def batch_progress(out: Console, cfg: Any) -> Iterator[None]:
+    """With --batch, the batches' lines (sent, a poll's progress, done) on the terminal as they come, and the
+    batches left running when the run is stopped; without it, a note on batches an earlier run left."""
+    from graphrag_lite.llm.batch import LOG, counted, pending
+
+    left = pending(cfg.output.base_dir)
+    if not cfg.batch.enabled:
+        if left:
+            out.print(f"[yellow]note:[/yellow] an earlier `--batch` run left {counted(len(left), 'batch')} whose "
+                      "answers no run has taken; with --batch this run would take them instead of sending those "
+                      "calls again", highlight=False)
+        yield
+        return
+    handler = _ConsoleLines(out)
+    LOG.addHandler(handler)
+    level = LOG.level
+    LOG.setLevel(logging.INFO)
+    try:
+        yield
+    except KeyboardInterrupt:
+        left = pending(cfg.output.base_dir)
+        if left:
+            calls = counted(sum(len(b["custom_ids"]) for b in left), "call")
+            errors.print(f"{counted(len(left), 'batch')} ({calls}) left at the provider: the same command takes the "
+                         "answers without sending the calls again", highlight=False)
+        raise
+    finally:
+        LOG.removeHandler(handler)
+        LOG.setLevel(level)
+
+
+class _ConsoleLines(logging.Handler):
+    """Log records as plain lines on the command's console (above the progress bars while they show)."""
+
+    def __init__(self, out: Console) -> None:
+        super().__init__(logging.INFO)
+        self.out = out
+
+    def emit(self, record: logging.LogRecord) -> None:
+        style = "yellow" if record.levelno >= logging.WARNING else "dim"
+        self.out.print(f"[{style}]{escape(record.getMessage())}[/{style}]", highlight=False)
+
+
+def print_batch_end(out: Console, summary: Any, since: float) -> None:
+    """What the run that started at `since` sent by batch and online, on the terminal and in stats.json; the
+    batches no call waits for any more (the run finished) are forgotten."""
+    from graphrag_lite.llm.batch import BATCH_FILE, BatchStore, counted, describe_run
+    from graphrag_lite.pipeline import STATS_FILE
+    from graphrag_lite.storage import read_json, write_json
+
+    store = BatchStore(summary.output_dir / BATCH_FILE)
+    counts = store.last_run(since)
+    if counts:
+        out.print(describe_run(counts), highlight=False)
+        stats = read_json(summary.output_dir / STATS_FILE)
+        write_json(summary.output_dir / STATS_FILE, {**stats, "batch": counts})
+    if summary.status.startswith("completed") and (dropped := store.forget()):
+        out.print(f"[yellow]note:[/yellow] no call of this index needs the {counted(len(dropped), 'batch')} left by "
+                  f"earlier runs ({', '.join(b['id'] for b in dropped)}); cancel them at the provider if they still "
+                  "run", highlight=False)
 
 
 def _print_pending_changes(out: Console, cfg: Any) -> None:
@@ -170,6 +246,7 @@ def index(
                                            "write the answer cache")] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="estimate model calls, tokens and cost per stage "
                                           "without calling a model (model-free stages run)")] = False,
+    batch: BatchFlag = False,
     quiet: QuietOption = False,
     verbose: VerboseOption = False,
 ) -> None:
@@ -178,7 +255,8 @@ def index(
     out = Console(quiet=True) if quiet else console
 
     def run() -> int:
-        return build_index(out, root, config, set_ or [], method, RunOptions(force, from_stage, no_cache, dry_run))
+        return build_index(out, root, config, set_ or [], method, RunOptions(force, from_stage, no_cache, dry_run,
+                                                                              batch))
 
     raise typer.Exit(_guarded(verbose, run))
 
@@ -193,6 +271,7 @@ def update(
                         ] = False,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="list what changed and estimate the update's model "
                                           "calls, tokens and cost, without calling a model")] = False,
+    batch: BatchFlag = False,
     quiet: QuietOption = False,
     verbose: VerboseOption = False,
 ) -> None:
@@ -204,8 +283,8 @@ def update(
     out = Console(quiet=True) if quiet else console
 
     def run() -> int:
-        return build_index(out, root, config, set_ or [], method, RunOptions(no_cache=no_cache, dry_run=dry_run),
-                           update=True)
+        return build_index(out, root, config, set_ or [], method,
+                           RunOptions(no_cache=no_cache, dry_run=dry_run, batch=batch), update=True)
 
     raise typer.Exit(_guarded(verbose, run))
 
@@ -453,11 +532,13 @@ def describe_failures(summary: Any) -> str:
     return "; ".join(parts)
 
 
-def print_estimates(estimates: dict[str, Any]) -> None:
+def print_estimates(estimates: dict[str, Any], batch: bool = False) -> None:
+    """The dry run's table; `batch`: its costs are at the batch price (a --batch run)."""
     from rich.table import Table
 
     table = Table(title="Model calls this run would make (dry run: no model was called)")
-    for column in ("stage", "calls", "prompt tokens", "completion (est.)", "cost (est.)"):
+    for column in ("stage", "calls", "prompt tokens", "completion (est.)", "batch cost (est.)" if batch else
+                   "cost (est.)"):
         table.add_column(column, justify="left" if column == "stage" else "right")
     total = 0.0
     unknown: list[str] = []
@@ -482,7 +563,8 @@ def print_estimates(estimates: dict[str, Any]) -> None:
         console.print(f"Unchanged since the last run, so skipped with no call: {', '.join(unchanged)}")
     if unknown:
         console.print(f"Not estimable before they run (their calls depend on earlier answers): {', '.join(unknown)}")
-    console.print(f"Estimated cost of the estimable stages: ${total:.4f}, with every possible gleaning call. "
+    console.print(f"Estimated cost{' at the batch price' if batch else ''} of the estimable stages: ${total:.4f}, "
+                  "with every possible gleaning call. "
                   "Details: dry_run.json in the output folder.", highlight=False)
 
 

@@ -359,6 +359,19 @@ class OutputConfig(Section):
     base_dir: Path = Field(Path("output"), description="folder of the index tables and stats.json")
 
 
+class BatchConfig(Section):
+    """Batch mode (`index --batch`, `update --batch`): the index stages' model calls go to the provider's batch
+    API, at its batch price (about half), answered within 24 hours instead of seconds."""
+
+    enabled: bool = Field(False, description="send the index stages' calls as batch jobs (set by `index --batch` "
+                          "and `update --batch`)")
+    window: float = Field(0.5, gt=0, description="seconds without a new call before the calls collected for a "
+                          "model are sent as one batch")
+    max_requests: int = Field(50_000, ge=1, description="calls per batch at most (OpenAI's limit is 50,000)")
+    poll_interval: float = Field(60.0, gt=0, description="longest wait between two polls of a batch, seconds "
+                                 "(polls start at one a second and slow down to this)")
+
+
 class GraphRagConfig(Section):
     """Everything graphrag-lite reads from settings.yaml."""
 
@@ -383,6 +396,8 @@ class GraphRagConfig(Section):
     cache: CacheConfig = Field(default_factory=CacheConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     output: OutputConfig = Field(default_factory=OutputConfig)
+    # a run option of index and update (--batch) more than a setting: left out of the settings.yaml `init` writes
+    batch: BatchConfig = Field(default_factory=BatchConfig, exclude=True)
 
     root_dir: Path = Field(Path("."), exclude=True, description="folder of the config file (set by the loader)")
     compat_notes: list[str] = Field(default_factory=list, exclude=True, description="keys of a Microsoft GraphRAG "

@@ -27,9 +27,15 @@ class CallEstimate:
     note: str = ""
 
     def cost(self, config: GraphRagConfig) -> float | None:
-        """USD from LiteLLM's price map (offline), counting the extra calls; None when the model is not in it."""
+        """USD from LiteLLM's price map (offline), counting the extra calls, at the batch price in batch mode;
+        None when the model is not in it."""
         from graphrag_lite.llm.gateway import load_litellm, model_price
 
+        if config.batch.enabled:
+            from graphrag_lite.llm.batch import estimated_cost
+
+            return estimated_cost(config, self.model_id, self.prompt_tokens + self.extra_prompt_tokens,
+                                  self.completion_tokens)
         litellm = load_litellm(config.models.values())  # also registers the fake provider's prices
         return model_price(litellm, config.models[self.model_id].model,
                            self.prompt_tokens + self.extra_prompt_tokens, self.completion_tokens)

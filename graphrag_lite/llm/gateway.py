@@ -25,7 +25,7 @@ import time
 from collections.abc import AsyncIterator, Awaitable, Callable, Iterable, Sequence
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Generic, TypeVar
+from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import urlparse
 
 from graphrag_lite.config import GraphRagConfig, ModelConfig
@@ -35,6 +35,9 @@ from graphrag_lite.llm.ledger import BudgetExceeded, CallRecord, Ledger
 from graphrag_lite.llm.limits import ModelLimiter
 from graphrag_lite.llm.structured import ParseError
 from graphrag_lite.tokens import count_tokens
+
+if TYPE_CHECKING:
+    from graphrag_lite.llm.batch import Batcher
 
 T = TypeVar("T")
 LOG = logging.getLogger("graphrag_lite.llm")  # retries, in the run's log file (OUTPUT/logs/index.log)
@@ -145,6 +148,11 @@ class Gateway:
         self._root = config.root_dir
         self._unit_prices: dict[str, tuple[float, float, float] | None] = {}  # USD per prompt, completion, cached token
         self._litellm = load_litellm(self.models.values())
+        self.batcher: Batcher | None = None  # index --batch: first attempts of chat calls go in provider batches
+        if config.batch.enabled:
+            from graphrag_lite.llm.batch import Batcher
+
+            self.batcher = Batcher(config, self.ledger, self._litellm, self._connection)
 
     # ------------------------------------------------------------ chat
 
@@ -175,7 +183,8 @@ class Gateway:
         partial: Any = None
         for parse_attempt in range(model.max_parse_retries + 1):
             try:
-                answer = await self._send_chat(model_id, model, conversation, args, stage)
+                answer = await self._send_chat(model_id, model, conversation, args, stage,
+                                               key if parse_attempt == 0 else None)
             except LLMCallError as err:
                 self._record(stage, model_id, "chat", spent, started, parse_attempt, ok=False)
                 raise LLMCallError(str(err), partial) from None
@@ -219,7 +228,13 @@ class Gateway:
         return ChatResult(value=value, text=cached["text"], cached=True, stored=cached)
 
     async def _send_chat(self, model_id: str, model: ModelConfig, messages: Messages, args: dict[str, Any],
-                         stage: str) -> _Answer:
+                         stage: str, batch_key: str | None = None) -> _Answer:
+        """An answer: from a provider batch for a first attempt in batch mode (`batch_key`: the call's cache
+        key) when the batch answers it, else online."""
+        if batch_key is not None and self.batcher is not None:
+            batched = await self.batcher.answer(model_id, model, messages, args, batch_key, stage)
+            if batched is not None:
+                return batched
         estimate = prompt_estimate(messages)
         streamed = self._streams(model)
 
@@ -602,6 +617,8 @@ class Gateway:
                                    provider_cached_tokens=answer.provider_cached_tokens))
 
     def close(self) -> None:
+        if self.batcher is not None:
+            self.batcher.close()
         if self.cache is not None:
             self.cache.close()
 
