@@ -102,9 +102,10 @@ def rounds(name: str, stage: dict, sent: int, concurrency: int, levels: int) -> 
 
 
 VARIANTS = {  # --compare: the settings before issue 16, the defaults, and each option of issue 16
-    "before (summarize all)": ["summarize_descriptions.join_max_tokens=0"],
-    "defaults": [],
-    "gleaning compact": ["extract_graph.gleaning=compact"],
+    "before (summarize all)": (["summarize_descriptions.join_max_tokens=0"], []),
+    "defaults": ([], []),
+    "gleaning compact": (["extract_graph.gleaning=compact"], []),
+    "batch (index --batch)": ([], ["--batch"]),
 }
 
 
@@ -120,14 +121,15 @@ def main() -> None:
     args = parser.parse_args()
     args.documents = args.documents or (150 if args.corpus == "podcasts" else 100)
     if not args.compare:
-        stats, wall, _ = index_once(args, args.set)
+        stats, wall, _ = index_once(args, args.set, [])
         report(stats, wall, args)
         return
-    runs = {name: index_once(args, args.set + changes) for name, changes in VARIANTS.items()}
+    runs = {name: index_once(args, args.set + changes, flags) for name, (changes, flags) in VARIANTS.items()}
     compare(runs, args)
 
 
-def index_once(args: argparse.Namespace, changes: list[str]) -> tuple[dict, float, dict[str, set[str]]]:
+def index_once(args: argparse.Namespace, changes: list[str], flags: list[str]
+               ) -> tuple[dict, float, dict[str, set[str]]]:
     """stats.json, the process's wall time, and the ids of entities, relationships and communities."""
     with tempfile.TemporaryDirectory() as folder:
         root = Path(folder)
@@ -135,8 +137,8 @@ def index_once(args: argparse.Namespace, changes: list[str]) -> tuple[dict, floa
         (root / "settings.yaml").write_text(settings(args, changes), encoding="utf-8")
         write_corpus(root / "input", args.corpus, args.documents)
         started = time.perf_counter()
-        done = subprocess.run([sys.executable, "-m", "graphrag_lite", "index", "--root", str(root), "--quiet"],
-                              capture_output=True, text=True)
+        done = subprocess.run([sys.executable, "-m", "graphrag_lite", "index", "--root", str(root), "--quiet",
+                               *flags], capture_output=True, text=True)
         wall = time.perf_counter() - started
         if done.returncode != 0:
             raise SystemExit(f"index failed ({done.returncode}): {done.stderr[-2000:]}")
@@ -151,7 +153,7 @@ def compare(runs: dict[str, tuple[dict, float, dict[str, set[str]]]], args: argp
     print(f"standard index of {args.documents} {what}, fake provider at {args.latency} s a call, concurrency "
           f"{args.concurrency}, one gleaning, claims off, no cache")
     print(f"{'variant':26}{'calls':>7}{'x':>6}{'prompt tok':>12}{'x':>6}{'compl. tok':>12}{'wall s':>8}"
-          f"{'bound s':>8}{'w/b':>6}  same ids as the first")
+          f"{'bound s':>8}{'w/b':>6}{'cost $':>8}  same ids as the first")
     first_calls = first_prompt = 0
     first_ids: dict[str, set[str]] = {}
     for name, (stats, _, ids) in runs.items():
@@ -162,7 +164,8 @@ def compare(runs: dict[str, tuple[dict, float, dict[str, set[str]]]], args: argp
         ratio = f"{stats.get('wall_s', 0.0) / bound:.2f}" if bound else "n/a"
         same = ", ".join(f"{table} {'yes' if ids[table] == first_ids[table] else 'NO'}" for table in ids)
         print(f"{name:26}{calls:>7,}{calls / first_calls:>6.2f}{prompt:>12,}{prompt / first_prompt:>6.2f}"
-              f"{llm.get('completion_tokens', 0):>12,}{stats.get('wall_s', 0.0):>8.1f}{bound:>8.1f}{ratio:>6}  {same}")
+              f"{llm.get('completion_tokens', 0):>12,}{stats.get('wall_s', 0.0):>8.1f}{bound:>8.1f}{ratio:>6}"
+              f"{llm.get('cost_usd') or 0:>8.3f}  {same}")
 
 
 def community_levels(stats: dict) -> int:
