@@ -400,7 +400,8 @@ class ModelAccess:
             from graphrag_lite.llm.gateway import Gateway
 
             earlier = read_spend(self._config.output.base_dir) if self._config.budget.scope == "index" else (0.0, 0)
-            self._gateway = Gateway(self._config, use_cache=self._use_cache, prior_spend=earlier)
+            self._gateway = Gateway(self._config, use_cache=self._use_cache, prior_spend=earlier,
+                                    batch=self._config.batch.enabled)
             if self._spare_collector:  # LiteLLM, imported with the gateway, is left out too
                 gc.freeze()
         return self._gateway

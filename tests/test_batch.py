@@ -243,7 +243,7 @@ def test_litellm_batch_functions_get_openai_requests_and_their_answers_are_used(
     config = GraphRagConfig(models={"m": model}, cache=CacheConfig(base_dir=tmp_path / "cache"),
                             output=OutputConfig(base_dir=tmp_path / "output"),
                             batch=BatchConfig(enabled=True, window=0.05, poll_interval=0.05))
-    gateway = Gateway(config)
+    gateway = Gateway(config, batch=True)
     questions = [[{"role": "user", "content": f"question {i}"}] for i in range(3)]
 
     async def ask():
@@ -274,3 +274,19 @@ def test_litellm_batch_functions_get_openai_requests_and_their_answers_are_used(
     online_cost = sum(litellm.cost_per_token(model="gpt-4o-mini", prompt_tokens=10, completion_tokens=5))
     assert totals["calls"] == 3 and totals["cost_usd"] == pytest.approx(batch_cost + online_cost, abs=1e-6)
     assert json.loads((tmp_path / "output" / BATCH_FILE).read_text())["batches"] == []  # delivered: forgotten
+
+
+def test_a_query_never_waits_for_a_batch_even_when_the_settings_ask_for_batch_mode(tmp_path, cli, monkeypatch):
+    """batch.enabled in settings.yaml concerns index runs (where --batch decides): a query's calls go online."""
+    from graphrag_lite.llm.batch import Batcher
+    from tests.conftest import DATA, make_project
+
+    root = make_project(tmp_path / "p", [DATA / "operation-dulce" / "dulce.txt"], "batch:\n  enabled: true\n")
+    assert cli("index", "--root", root).exit_code == 0
+
+    async def no_batch(*args, **kwargs):
+        raise AssertionError("a query's call went to a batch")
+
+    monkeypatch.setattr(Batcher, "answer", no_batch)
+    done = cli("query", "local", "Who leads the team?", "--root", root)
+    assert done.exit_code == 0 and done.output.strip()

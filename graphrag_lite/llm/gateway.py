@@ -133,8 +133,10 @@ class _Answer:
 
 
 class Gateway:
-    def __init__(self, config: GraphRagConfig, use_cache: bool = True, prior_spend: tuple[float, int] = (0.0, 0)
-                 ) -> None:
+    def __init__(self, config: GraphRagConfig, use_cache: bool = True, prior_spend: tuple[float, int] = (0.0, 0),
+                 batch: bool = False) -> None:
+        """`batch`: first attempts of chat calls go in provider batches (an index run with --batch; a query
+        never waits for a batch)."""
         self.models = config.models
         self.cache = AnswerCache(config.cache.base_dir) if use_cache and config.cache.enabled else None
         self.ledger = Ledger(config.budget.max_cost_usd, config.budget.max_tokens, prior_spend)
@@ -148,8 +150,8 @@ class Gateway:
         self._root = config.root_dir
         self._unit_prices: dict[str, tuple[float, float, float] | None] = {}  # USD per prompt, completion, cached token
         self._litellm = load_litellm(self.models.values())
-        self.batcher: Batcher | None = None  # index --batch: first attempts of chat calls go in provider batches
-        if config.batch.enabled:
+        self.batcher: Batcher | None = None
+        if batch:
             from graphrag_lite.llm.batch import Batcher
 
             self.batcher = Batcher(config, self.ledger, self._litellm, self._connection)
