@@ -13,10 +13,10 @@ The standard pipeline indexes them from scratch (no answer cache) through the fa
 call after a fixed `--latency`, with `--concurrency` calls in flight per model, one gleaning, claims off (the
 set-up of issue 16). The bound is what latency and concurrency allow for the calls the run actually made: per
 stage, ceil(calls / concurrency) rounds of `latency` seconds, but never fewer rounds than the calls that must
-follow each other (a text unit's first answer, then its gleaning; one round per community level for reports,
-written deepest level first), summed along the stages, which run one after another. It prints per stage:
-calls, prompt and completion tokens, wall time and bound, and the whole run's wall / bound (issue 16's
-target: at most 1.2).
+follow each other (a text unit's first answer, then its gleaning; for reports, one round per community
+level, the longest chain of parents waiting for their sub-communities' reports there can be), summed along
+the stages, which run one after another. It prints per stage: calls, prompt and completion tokens, wall time
+and bound, and the whole run's wall / bound (issue 16's target: at most 1.2).
 """
 
 from __future__ import annotations

@@ -183,3 +183,42 @@ def test_cut_off_json_is_not_silently_completed():
         json_parser(Report)(cut)
     with pytest.raises(ParseError, match="cut off"):
         json_parser(Report)(cut + '"}, {"summary": "b"')  # closes a string and an object, but not the list
+
+
+def test_a_report_waits_for_its_sub_communities_only_when_it_needs_their_reports(novella):
+    """A parent whose detail fits is written at once, beside its children; one whose detail does not fit
+    is written once its children's reports exist, and uses them."""
+    import asyncio
+
+    from graphrag_lite.stages.community_reports import ReportWriter
+
+    communities = table(novella, "communities")
+    parents = communities[communities["children"].map(len) > 0]
+    sizes = {int(p.community): builder_for(novella, 10**6).build(list(p.entity_ids), list(p.relationship_ids)).tokens
+             for p in parents.itertuples()}
+    builder = builder_for(novella, int(max(sizes.values()) * 0.6))  # the largest parents do not fit, others do
+    answer = json_parser(Report)('{"title": "T", "summary": "S", "rating": 5, '
+                                 '"findings": [{"summary": "a", "explanation": "b"}]}')
+    times: dict[int, tuple[float, float]] = {}  # id(context) -> (start, end)
+
+    class Timed(ReportWriter):
+        async def _write(self, context, advance):
+            started = asyncio.get_running_loop().time()
+            await asyncio.sleep(0.05)
+            times[id(context)] = (started, asyncio.get_running_loop().time())
+            advance()
+            return answer, "ok"
+
+    rows, contexts = Timed(None, "m", "{input_text}", builder, {}, salt="").generate(communities, lambda: None)
+    span = {number: times[id(context)] for number, context in contexts.items()}
+    waited = fitted = 0
+    for parent in parents.itertuples():
+        children_end = max(span[int(c)][1] for c in parent.children)
+        start = span[int(parent.community)][0]
+        if builder.fits(list(parent.entity_ids), list(parent.relationship_ids)):
+            assert start < children_end and not contexts[int(parent.community)].substituted
+            fitted += 1
+        else:
+            assert start >= children_end and contexts[int(parent.community)].substituted
+            waited += 1
+    assert waited and fitted and len(rows) == len(communities)

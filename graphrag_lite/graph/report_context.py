@@ -117,6 +117,10 @@ class ContextBuilder:
 
     # ---------------------------------------------------------------- packing
 
+    def fits(self, entity_ids: list[str], relationship_ids: list[str]) -> bool:
+        """Whether a community's own detail fits, so that no sub-community report has to stand in for it."""
+        return self._size(self._sections([], entity_ids, relationship_ids)) <= self.max_tokens
+
     def build(self, entity_ids: list[str], relationship_ids: list[str],
               children: list[ChildReport] | None = None) -> Context:
         """The context of a community: its own detail if it fits; otherwise child reports replace the

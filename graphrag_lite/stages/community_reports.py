@@ -1,11 +1,11 @@
-"""Stage community_reports: one LLM report per community, written bottom-up.
+"""Stage community_reports: one LLM report per community.
 
-Levels go deepest first, so when a community's own detail does not fit `max_input_length`, the reports of
-its sub-communities already exist to stand in for it (graph/report_context.py). Reports of one level are
-written concurrently. Answers are validated JSON (retried with a correction when malformed, never cached
-when invalid). A report that still fails keeps a row with `status` saying why, is listed in the run's
-problems, and the stage is marked for a re-run, which regenerates only the missing reports (the others
-come back from the cache).
+Every report whose community's own detail fits `max_input_length` is written at once, whatever its level;
+a community whose detail does not fit waits for its sub-communities' reports, which stand in for it
+(graph/report_context.py), and is written as soon as they are done (not when the whole level below is).
+Answers are validated JSON (retried with a correction when malformed, never cached when invalid). A report
+that still fails keeps a row with `status` saying why, is listed in the run's problems, and the stage is
+marked for a re-run, which regenerates only the missing reports (the others come back from the cache).
 """
 
 from __future__ import annotations
@@ -109,79 +109,68 @@ def previous_reports(ctx: StageContext) -> tuple[dict[str, dict[str, Any]], bool
 
 
 class ReportWriter:
-    """Writes the reports level by level, deepest first, keeping a previous report whose community was
-    written from the same facts."""
+    """Writes the reports, a community after its sub-communities when it needs their reports, keeping a
+    previous report whose community was written from the same facts."""
 
     def __init__(self, gateway: Gateway | None, model_id: str, template: str, builder: ContextBuilder,
                  previous: dict[str, dict[str, Any]], salt: str) -> None:
         self.gateway, self.model_id, self.template, self.builder = gateway, model_id, template, builder
         self.previous, self.salt = previous, salt  # salt: the model and prompt, part of every digest
         self.kept = self.written = 0
+        self._parse = json_parser(Report)
 
     def generate(self, communities: pd.DataFrame, advance: Callable[[], None]
                  ) -> tuple[list[tuple[Any, ...]], dict[int, Context]]:
-        by_level: dict[int, list[dict[str, Any]]] = {}
-        for record in ({str(k): v for k, v in r.items()} for r in communities.to_dict("records")):
-            by_level.setdefault(int(record["level"]), []).append(record)
-        written: dict[int, ChildReport] = {}
-        rows: list[tuple[Any, ...]] = []
+        records = [{str(k): v for k, v in r.items()} for r in communities.to_dict("records")]
         contexts: dict[int, Context] = {}
-        for level in sorted(by_level, reverse=True):  # deepest first: parents can use their children's reports
-            level_rows = self._level(by_level[level], written, contexts, advance)
-            rows += level_rows
-            for record, row in zip(by_level[level], level_rows, strict=True):
-                if row[COLUMN["status"]] == "ok":
-                    written[int(record["community"])] = ChildReport(
-                        int(record["community"]), int(record["size"]), frozenset(record["entity_ids"]),
-                        self.builder.report_row(int(record["community"]), row[COLUMN["title"]],
-                                                row[COLUMN["full_content"]]))
+        rows = asyncio.run(self._write_all(records, contexts, advance)) if records else []
         return rows, contexts
 
-    def _level(self, records: list[dict[str, Any]], written: dict[int, ChildReport], contexts: dict[int, Context],
-               advance: Callable[[], None]) -> list[tuple[Any, ...]]:
-        digests: dict[int, str] = {}
-        to_write: dict[int, Context] = {}
-        for r in records:
-            number = int(r["community"])
-            children = [written[int(c)] for c in r["children"] if int(c) in written]
-            context = self.builder.build(list(r["entity_ids"]), list(r["relationship_ids"]), children)
-            contexts[number] = context
-            digests[number] = self.builder.digest(list(r["entity_ids"]), list(r["relationship_ids"]), context,
-                                                  children, self.salt)
-            if digests[number] not in self.previous:
-                to_write[number] = context
-        results = {}
-        if to_write:
-            assert self.gateway is not None
-            results = asyncio.run(_write_level(self.gateway, self.model_id, self.template, to_write, advance))
-        self.written += len(to_write)
-        self.kept += len(records) - len(to_write)
-        rows = []
-        for record in records:
-            number = int(record["community"])
-            if number in to_write:
-                rows.append(report_row(record, *results[number], digests[number]))
-            else:
-                advance()
-                rows.append(kept_row(record, self.previous[digests[number]], digests[number]))
-        return rows
+    async def _write_all(self, records: list[dict[str, Any]], contexts: dict[int, Context],
+                         advance: Callable[[], None]) -> list[tuple[Any, ...]]:
+        loop = asyncio.get_running_loop()
+        # each community's report as its parent would use it; None when it failed
+        reports: dict[int, asyncio.Future[ChildReport | None]] = {int(r["community"]): loop.create_future()
+                                                                   for r in records}
+        return await gather_all(self._one(r, reports, contexts, advance) for r in records)
 
-
-async def _write_level(gateway: Gateway, model_id: str, template: str, contexts: dict[int, Context],
-                       advance: Callable[[], None]) -> dict[int, tuple[Report | None, str]]:
-    parse = json_parser(Report)
-
-    async def one(community: int, context: Context) -> tuple[int, tuple[Report | None, str]]:
+    async def _one(self, record: dict[str, Any], reports: dict[int, asyncio.Future[ChildReport | None]],
+                   contexts: dict[int, Context], advance: Callable[[], None]) -> tuple[Any, ...]:
+        number = int(record["community"])
+        entity_ids, relationship_ids = list(record["entity_ids"]), list(record["relationship_ids"])
+        report: ChildReport | None = None
         try:
-            messages = [{"role": "user", "content": fill(template, input_text=context.text)}]
-            result = await gateway.chat(model_id, messages, stage="community_reports", parse=parse, json_mode=True)
-            return community, (result.value, "ok")
+            children: list[ChildReport] = []
+            if not self.builder.fits(entity_ids, relationship_ids):
+                done = await asyncio.gather(*(reports[int(c)] for c in record["children"] if int(c) in reports))
+                children = [child for child in done if child is not None]
+            context = contexts[number] = self.builder.build(entity_ids, relationship_ids, children)
+            digest = self.builder.digest(entity_ids, relationship_ids, context, children, self.salt)
+            if digest in self.previous:
+                self.kept += 1
+                advance()
+                row = kept_row(record, self.previous[digest], digest)
+            else:
+                self.written += 1
+                row = report_row(record, *await self._write(context, advance), digest)
+            if row[COLUMN["status"]] == "ok":
+                report = ChildReport(number, int(record["size"]), frozenset(entity_ids),
+                                     self.builder.report_row(number, row[COLUMN["title"]], row[COLUMN["full_content"]]))
+            return row
+        finally:  # set even when this one failed, so its parent never waits forever
+            reports[number].set_result(report)
+
+    async def _write(self, context: Context, advance: Callable[[], None]) -> tuple[Report | None, str]:
+        assert self.gateway is not None
+        try:
+            messages = [{"role": "user", "content": fill(self.template, input_text=context.text)}]
+            result = await self.gateway.chat(self.model_id, messages, stage="community_reports", parse=self._parse,
+                                             json_mode=True)
+            return result.value, "ok"
         except LLMCallError as err:
-            return community, (None, f"{err}")
+            return None, f"{err}"
         finally:
             advance()
-
-    return dict(await gather_all(one(c, ctx) for c, ctx in contexts.items()))
 
 
 def kept_row(record: dict[str, Any], kept: dict[str, Any], digest: str) -> tuple[Any, ...]:
