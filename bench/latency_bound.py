@@ -6,7 +6,7 @@
 The documents are, with `--corpus hotpotqa` (default), the first Wikipedia paragraphs of
 ../shared/corpora/hotpotqa-100/corpus.json, one file each (100: 100 text units of about 150 tokens); with
 `--corpus podcasts`, the first transcript parts of the GraphRAG paper's podcast corpus, two consecutive parts
-of an episode per file (150: about 130k words in 230 text units of up to 1,200 tokens, the shape of issue
+of an episode per file (150: about 130k words in 274 text units of up to 1,200 tokens, the shape of issue
 16's corpus). `--set` changes a setting (e.g. `--set extract_graph.gleaning=compact`); `--compare` indexes once per
 variant (the settings before issue 16, the defaults, each option) and prints a line each.
 The standard pipeline indexes them from scratch (no answer cache) through the fake provider answering every

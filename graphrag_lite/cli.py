@@ -143,8 +143,7 @@ def build_index(out: Console, root: Path, config: Path | None, set_: list[str], 
         summary = run_pipeline(cfg, pipeline, out, force=options.force, from_stage=options.from_stage,
                                use_cache=not options.no_cache)
     print_run_end(out, summary, cfg.root_dir, time.perf_counter() - started)
-    if options.batch:
-        print_batch_end(out, summary, since)
+    print_batch_end(out, summary, since)
     if summary.problems:
         out.print(f"[yellow]{summary.problems} problems[/yellow], listed in {summary.output_dir}/stats.json")
     if summary.incomplete:
@@ -200,8 +199,9 @@ class _ConsoleLines(logging.Handler):
 
 
 def print_batch_end(out: Console, summary: Any, since: float) -> None:
-    """What the run that started at `since` sent by batch and online, on the terminal and in stats.json; the
-    batches no call waits for any more (the run finished) are forgotten."""
+    """What the run that started at `since` sent by batch and online (a --batch run), on the terminal and in
+    stats.json; after a run that finished, with --batch or not, no call waits for the batches kept any more:
+    they are forgotten, and named so they can be cancelled at the provider."""
     from graphrag_lite.llm.batch import BATCH_FILE, BatchStore, counted, describe_run
     from graphrag_lite.pipeline import STATS_FILE
     from graphrag_lite.storage import read_json, write_json

@@ -233,8 +233,9 @@ class SummarizeDescriptionsConfig(Section):
     join_max_tokens: int = Field(400, ge=0, description="several descriptions whose joined text has at most this "
                                  "many tokens are joined with no model call (a summary of them saves fewer tokens "
                                  "in later prompts than its call costs: bench/summary_threshold.py); longer ones "
-                                 "are summarized; 0 summarizes every entity or relationship with several "
-                                 "(Microsoft GraphRAG)")
+                                 "are summarized; 0 summarizes every entity or relationship with several, as "
+                                 "Microsoft GraphRAG does (except when one description already says all the "
+                                 "others say: it is kept, with no call)")
     join_max_descriptions: int = Field(8, ge=1, description="more distinct descriptions than this are summarized "
                                        "even when they are short")
 

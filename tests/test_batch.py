@@ -290,3 +290,24 @@ def test_a_query_never_waits_for_a_batch_even_when_the_settings_ask_for_batch_mo
     monkeypatch.setattr(Batcher, "answer", no_batch)
     done = cli("query", "local", "Who leads the team?", "--root", root)
     assert done.exit_code == 0 and done.output.strip()
+
+
+def test_batches_left_by_a_stopped_run_are_forgotten_once_a_run_without_batch_finishes(tmp_path, fake_batches):
+    """The index finished online: no call needs the batches any more, so the run names them (to cancel at
+    the provider) and forgets them, and later runs say nothing of them."""
+    root = make_project(tmp_path / "p", [DULCE], FAST_POLLS, chat="fake/default?batch_delay=60")
+    env = {**os.environ, "GRAPHRAG_LITE_FAKE_BATCH_DIR": str(fake_batches)}
+    stopped = subprocess.Popen([sys.executable, "-m", "graphrag_lite", "index", "--root", str(root), "--batch"],
+                               stdout=subprocess.DEVNULL, stderr=subprocess.STDOUT, env=env)
+    try:
+        wait_for_batch(root, stopped)
+    finally:
+        stopped.send_signal(signal.SIGKILL)
+        stopped.wait()
+    batch_id = fake_batch.submissions()[0]["batch_id"]
+    finished = index(root)
+    assert finished.exit_code == 0, finished.output
+    assert "an earlier `--batch` run left 1 batch" in finished.output  # said before the run
+    assert f"({batch_id}); cancel them at the provider" in " ".join(finished.output.split())
+    assert json.loads((root / "output" / BATCH_FILE).read_text(encoding="utf-8"))["batches"] == []
+    assert "--batch" not in index(root).output
