@@ -7,7 +7,9 @@ The documents are, with `--corpus hotpotqa` (default), the first Wikipedia parag
 ../shared/corpora/hotpotqa-100/corpus.json, one file each (100: 100 text units of about 150 tokens); with
 `--corpus podcasts`, the first transcript parts of the GraphRAG paper's podcast corpus, two consecutive parts
 of an episode per file (150: about 130k words in 274 text units of up to 1,200 tokens, the shape of issue
-16's corpus). `--set` changes a setting (e.g. `--set extract_graph.gleaning=compact`); `--compare` indexes once per
+16's corpus). `--server` runs the fake provider in its own process behind an OpenAI-compatible HTTP server
+(bench/fake_server.py, the same answers), as issue 16 measured, so the fake's own work is not charged to the
+indexing process. `--set` changes a setting (e.g. `--set extract_graph.gleaning=compact`); `--compare` indexes once per
 variant (the settings before issue 16, the defaults, each option) and prints a line each.
 The standard pipeline indexes them from scratch (no answer cache) through the fake provider answering every
 call after a fixed `--latency`, with `--concurrency` calls in flight per model, one gleaning, claims off (the
@@ -22,6 +24,7 @@ and bound, and the whole run's wall / bound (issue 16's target: at most 1.2).
 from __future__ import annotations
 
 import argparse
+import contextlib
 import json
 import math
 import re
@@ -29,7 +32,9 @@ import subprocess
 import sys
 import tempfile
 import time
+import urllib.request
 import zipfile
+from collections.abc import Iterator
 from pathlib import Path
 
 import pandas as pd
@@ -51,6 +56,7 @@ extract_claims:
 # calls of one text unit that wait for each other with one gleaning: the answer, then the gleaning (the
 # yes/no check runs only between gleanings)
 CHAINED_EXTRACTION = 2
+SERVER_PORT = 8799
 
 
 def write_corpus(folder: Path, corpus: str, count: int) -> None:
@@ -79,6 +85,12 @@ def write_podcasts(folder: Path, count: int) -> None:
 def settings(args: argparse.Namespace, changes: list[str]) -> str:
     """The benchmark's settings with `changes` (section.key=value) applied."""
     values = yaml.safe_load(SETTINGS.format(latency=args.latency, concurrency=args.concurrency))
+    if args.server:  # the same fake answers, from another process over HTTP (bench/fake_server.py)
+        for model_id, name in (("default_chat_model", "openai/fake"), ("default_embedding_model",
+                                                                       "openai/fake-embedding")):
+            values["models"][model_id].update(model=name, api_base=f"http://127.0.0.1:{args.server}/v1",
+                                              api_key="sk-fake", stream=False)
+        values["extract_graph"]["format"] = "tuples"  # as fake/default answers (LiteLLM offers JSON for openai/)
     for change in changes:
         key, _, raw = change.partition("=")
         *sections, last = key.split(".")
@@ -118,14 +130,46 @@ def main() -> None:
     parser.add_argument("--set", action="append", default=[], metavar="SECTION.KEY=VALUE")
     parser.add_argument("--compare", action="store_true", help="index once per variant (VARIANTS) and print "
                         "one line each, with calls and prompt tokens relative to the first")
+    parser.add_argument("--server", action="store_const", const=SERVER_PORT, default=0,
+                        help="the fake provider in its own process behind HTTP (bench/fake_server.py), like "
+                        "the OpenAI-compatible server of issue 16, instead of inside the indexing process")
     args = parser.parse_args()
     args.documents = args.documents or (150 if args.corpus == "podcasts" else 100)
+    with fake_server(args):
+        run(args)
+
+
+def run(args: argparse.Namespace) -> None:
     if not args.compare:
         stats, wall, _ = index_once(args, args.set, [])
         report(stats, wall, args)
         return
     runs = {name: index_once(args, args.set + changes, flags) for name, (changes, flags) in VARIANTS.items()}
     compare(runs, args)
+
+
+@contextlib.contextmanager
+def fake_server(args: argparse.Namespace) -> Iterator[None]:
+    """With --server, bench/fake_server.py running on SERVER_PORT until the benchmark ends."""
+    if not args.server:
+        yield
+        return
+    server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("fake_server.py")), "--port",
+                               str(args.server), "--latency", str(args.latency)])
+    try:
+        deadline = time.monotonic() + 60
+        while True:
+            try:
+                urllib.request.urlopen(f"http://127.0.0.1:{args.server}/v1/models", timeout=1)
+                break
+            except OSError:
+                if server.poll() is not None or time.monotonic() > deadline:
+                    raise SystemExit("bench/fake_server.py did not start") from None
+                time.sleep(0.2)
+        yield
+    finally:
+        server.terminate()
+        server.wait()
 
 
 def index_once(args: argparse.Namespace, changes: list[str], flags: list[str]
