@@ -85,7 +85,7 @@ def write_podcasts(folder: Path, count: int) -> None:
 def settings(args: argparse.Namespace, changes: list[str]) -> str:
     """The benchmark's settings with `changes` (section.key=value) applied."""
     values = yaml.safe_load(SETTINGS.format(latency=args.latency, concurrency=args.concurrency))
-    if args.server:  # the same fake answers, from another process over HTTP (bench/fake_server.py)
+    if getattr(args, "server", 0):  # the same fake answers, from another process over HTTP (bench/fake_server.py)
         for model_id, name in (("default_chat_model", "openai/fake"), ("default_embedding_model",
                                                                        "openai/fake-embedding")):
             values["models"][model_id].update(model=name, api_base=f"http://127.0.0.1:{args.server}/v1",
@@ -144,7 +144,9 @@ def run(args: argparse.Namespace) -> None:
         stats, wall, _ = index_once(args, args.set, [])
         report(stats, wall, args)
         return
-    runs = {name: index_once(args, args.set + changes, flags) for name, (changes, flags) in VARIANTS.items()}
+    variants = {name: variant for name, variant in VARIANTS.items()
+                if not (args.server and variant[1])}  # the server is local, and local models take no batch
+    runs = {name: index_once(args, args.set + changes, flags) for name, (changes, flags) in variants.items()}
     compare(runs, args)
 
 

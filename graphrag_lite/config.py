@@ -364,8 +364,8 @@ class BatchConfig(Section):
     """Batch mode (`index --batch`, `update --batch`): the index stages' model calls go to the provider's batch
     API, at its batch price (about half), answered within 24 hours instead of seconds."""
 
-    enabled: bool = Field(False, description="send the index stages' calls as batch jobs (set by `index --batch` "
-                          "and `update --batch`)")
+    enabled: bool = Field(False, description="send the index stages' calls as batch jobs: set by `index --batch` "
+                          "and `update --batch` only (an error in the settings file)")
     window: float = Field(0.5, gt=0, description="seconds without a new call before the calls collected for a "
                           "model are sent as one batch")
     max_requests: int = Field(50_000, ge=1, description="calls per batch at most (OpenAI's limit is 50,000)")
@@ -530,6 +530,9 @@ def load_config(root: Path = Path("."), config: Path | None = None, overrides: O
         else:
             data[section] = values
     cfg = config_from_data(data, path, overrides, overrides_from)
+    if cfg.batch.enabled:  # a query, an experiment or prompt tuning would wait hours for its answers
+        raise ConfigError(f"{path}: batch.enabled: batch mode is chosen per run, with `graphrag-lite index "
+                          "--batch` or `update --batch`; remove batch.enabled from the settings")
     cfg.compat_notes = notes
     return cfg
 

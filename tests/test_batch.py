@@ -276,20 +276,14 @@ def test_litellm_batch_functions_get_openai_requests_and_their_answers_are_used(
     assert json.loads((tmp_path / "output" / BATCH_FILE).read_text())["batches"] == []  # delivered: forgotten
 
 
-def test_a_query_never_waits_for_a_batch_even_when_the_settings_ask_for_batch_mode(tmp_path, cli, monkeypatch):
-    """batch.enabled in settings.yaml concerns index runs (where --batch decides): a query's calls go online."""
-    from graphrag_lite.llm.batch import Batcher
-    from tests.conftest import DATA, make_project
-
-    root = make_project(tmp_path / "p", [DATA / "operation-dulce" / "dulce.txt"], "batch:\n  enabled: true\n")
-    assert cli("index", "--root", root).exit_code == 0
-
-    async def no_batch(*args, **kwargs):
-        raise AssertionError("a query's call went to a batch")
-
-    monkeypatch.setattr(Batcher, "answer", no_batch)
-    done = cli("query", "local", "Who leads the team?", "--root", root)
-    assert done.exit_code == 0 and done.output.strip()
+def test_batch_mode_is_a_flag_of_index_runs_not_a_setting(tmp_path, cli):
+    """In settings.yaml, batch mode would make queries, experiments and prompt tuning wait hours: an error
+    that says to use the flag."""
+    root = make_project(tmp_path / "p", [DULCE], "batch:\n  enabled: true\n")
+    for command in (("index", "--root", root), ("query", "local", "Who leads the team?", "--root", root)):
+        done = cli(*command)
+        assert done.exit_code == 2 and "batch mode is chosen per run" in " ".join(done.output.split())
+    assert Gateway(GraphRagConfig(models={}, batch=BatchConfig(enabled=True))).batcher is None  # only when asked
 
 
 def test_batches_left_by_a_stopped_run_are_forgotten_once_a_run_without_batch_finishes(tmp_path, fake_batches):
@@ -311,3 +305,56 @@ def test_batches_left_by_a_stopped_run_are_forgotten_once_a_run_without_batch_fi
     assert f"({batch_id}); cancel them at the provider" in " ".join(finished.output.split())
     assert json.loads((root / "output" / BATCH_FILE).read_text(encoding="utf-8"))["batches"] == []
     assert "--batch" not in index(root).output
+
+
+class FlakyBatchAPI(ScriptedBatchAPI):
+    """A provider whose polls fail for a while (more times than a single request is retried) and whose
+    error file holds a line of a shape no other provider sends (no response, the error as text)."""
+
+    async def aretrieve_batch(self, **kwargs):
+        if len([c for c in self.calls if c[0] == "aretrieve_batch"]) < 8:
+            self.calls.append(("aretrieve_batch", kwargs))
+            raise ConnectionError("the network is down")
+        return await super().aretrieve_batch(**kwargs)
+
+    async def afile_content(self, **kwargs):
+        if kwargs["file_id"] != "file-err":
+            return await super().afile_content(**kwargs)
+        from litellm.types.llms.openai import HttpxBinaryResponseContent
+
+        last = json.loads(self.uploaded.decode().splitlines()[-1])
+        line = {"id": "r-err", "custom_id": last["custom_id"], "response": None, "error": "rate limited"}
+        return HttpxBinaryResponseContent(httpx.Response(200, content=(json.dumps(line) + "\n").encode()))
+
+
+def test_a_batch_is_polled_through_an_outage_and_an_unexpected_result_line_goes_online(tmp_path, monkeypatch):
+    """Giving up on a batch after a few failed polls would pay for its calls twice (it runs on at the
+    provider); a result line of an unknown shape must not leave its call waiting forever."""
+    import litellm
+
+    api = FlakyBatchAPI()
+    for name in ("acreate_file", "acreate_batch", "aretrieve_batch", "afile_content"):
+        monkeypatch.setattr(litellm, name, getattr(api, name))
+
+    async def answered_online(**kwargs):
+        return litellm.ModelResponse(model="gpt-4o-mini", usage={"prompt_tokens": 10, "completion_tokens": 5,
+                                                                  "total_tokens": 15},
+                                     choices=[{"message": {"role": "assistant", "content": "online answer"},
+                                               "finish_reason": "stop"}])
+
+    monkeypatch.setattr(litellm, "acompletion", answered_online)
+    model = ModelConfig(model="openai/gpt-4o-mini", api_key="sk-test-key", max_retry_wait=0.01)
+    config = GraphRagConfig(models={"m": model}, cache=CacheConfig(base_dir=tmp_path / "cache"),
+                            output=OutputConfig(base_dir=tmp_path / "output"),
+                            batch=BatchConfig(window=0.05, poll_interval=0.05))
+    gateway = Gateway(config, batch=True)
+
+    async def ask():
+        calls = (gateway.chat("m", [{"role": "user", "content": f"question {i}"}], stage="community_reports")
+                 for i in range(3))
+        return await asyncio.wait_for(asyncio.gather(*calls), timeout=60)
+
+    results = asyncio.run(ask())
+    gateway.close()
+    assert [r.text for r in results] == ["batch answer 0", "batch answer 1", "online answer"]
+    assert sum(name == "acreate_batch" for name, _ in api.calls) == 1  # polled on, not sent again

@@ -3,6 +3,7 @@
 from __future__ import annotations
 
 import asyncio
+import json
 import time
 from pathlib import Path
 
@@ -328,8 +329,9 @@ def test_cached_prompt_tokens_are_read_from_every_usage_shape_providers_send():
 
 
 def test_claude_calls_mark_the_first_message_for_anthropic_prompt_caching_and_others_do_not(tmp_path, monkeypatch):
-    """The request LiteLLM builds for Anthropic carries cache_control on the first message (the instructions
-    and text a gleaning or a correction sends again); the cache reads in the reply are counted and priced."""
+    """The request LiteLLM builds for Anthropic carries cache_control on the first message of a call whose
+    first message will be sent again (an extraction with gleanings); the cache reads in the reply are counted
+    and priced."""
     import httpx
     from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
 
@@ -351,9 +353,13 @@ def test_claude_calls_mark_the_first_message_for_anthropic_prompt_caching_and_ot
                          cache=CacheConfig(base_dir=tmp_path))
     gateway = Gateway(cfg)
     messages = [{"role": "user", "content": "Extract the entities. " * 40}, {"role": "user", "content": "More?"}]
-    assert asyncio.run(gateway.chat("default_chat_model", messages, stage="extract_graph")).value == "Done."
+    assert asyncio.run(gateway.chat("default_chat_model", messages, stage="extract_graph",
+                                    resent_prefix=True)).value == "Done."
     blocks = [block for message in sent[0]["messages"] for block in message["content"]]
     assert blocks[0]["cache_control"] == {"type": "ephemeral"} and "cache_control" not in blocks[-1]
+    # a call nothing follows up is not marked: writing Anthropic's cache costs 1.25x the input price
+    asyncio.run(gateway.chat("default_chat_model", [{"role": "user", "content": "Report."}], stage="reports"))
+    assert "cache_control" not in json.dumps(sent[1])
     record = gateway.ledger.records[0]
     assert record.provider_cached_tokens == 1800
     assert record.cost_usd == pytest.approx(200 * 3e-6 + 1800 * 0.3e-6 + 3 * 15e-6)  # cache reads at a tenth

@@ -157,7 +157,8 @@ async def extract_with_gleaning(gateway: Gateway, request: ExtractionRequest, te
     try:
         first = await gateway.chat(request.model_id, history, stage=request.stage, step="extract",
                                    parse=checked(request.parse, text, False, request.habit),
-                                   json_mode=request.json_mode, max_tokens=request.max_tokens)
+                                   json_mode=request.json_mode, max_tokens=request.max_tokens,
+                                   resent_prefix=request.max_gleanings > 0)
     except LLMCallError as err:
         if err.partial is None:
             raise
@@ -195,7 +196,7 @@ async def _glean(gateway: Gateway, request: ExtractionRequest, text: str, histor
         try:
             more = await gateway.chat(request.model_id, asked, stage=request.stage, step="glean",
                                       parse=checked(request.parse, text, True, request.habit),
-                                      json_mode=request.json_mode, max_tokens=request.max_tokens)
+                                      json_mode=request.json_mode, max_tokens=request.max_tokens, resent_prefix=True)
         except LLMCallError as err:
             if err.partial is not None:
                 outcome.parsed.extend(err.partial)
@@ -208,7 +209,7 @@ async def _glean(gateway: Gateway, request: ExtractionRequest, text: str, histor
         outcome.calls += 1
         try:
             check = await gateway.chat(request.model_id, follow_up(request, history, outcome.parsed, LOOP_CHECK),
-                                       stage=request.stage, step="check", parse=yes_or_no,
+                                       stage=request.stage, step="check", parse=yes_or_no, resent_prefix=True,
                                        max_tokens=request.max_tokens)  # room for a reasoning model's thoughts
         except LLMCallError as err:
             outcome.partial.append(f"the check for more records failed, gleaning stopped: {err}")

@@ -4,7 +4,7 @@ A community's own detail is its entities (by degree), all relationships with bot
 combined degree; never edges to other communities) and its claims, as `|`-delimited tables. Every row is
 rendered and its tokens counted once for the whole index (a sub-community report's only when a context needs
 it), so packing any context is a sum, linear in its rows. When a community's detail does not fit, the
-reports of its sub-communities (already written: levels are done deepest first) replace those
+reports of its sub-communities (written first: such a community waits for them) replace those
 sub-communities' detail, largest first, until it fits; GraphRAG means to do this but builds every context
 before any report exists. What still does not fit is cut by rank.
 """

@@ -43,6 +43,7 @@ PROVIDERS = frozenset({"openai", "azure", "litellm_proxy", "vertex_ai", "bedrock
 MAX_FILE_BYTES = 190 * 2**20  # OpenAI and Azure take batch input files of 200 MB at most
 FIRST_POLL = 1.0  # seconds; each wait is half as long again as the last, up to batch.poll_interval
 SHOWN_EVERY = 600.0  # seconds between two poll lines of a batch whose progress did not change
+BATCH_WINDOW_S = 24 * 3600.0  # the completion window every batch is sent with
 ATTEMPTS = 5  # of a poll or a download that fails (the network, a 5xx) before the batch's calls go online
 
 
@@ -229,7 +230,12 @@ class Batcher:
     def _follow(self, work: _LoopWork, model: ModelConfig, entry: dict[str, Any], requests: dict[str, _Request],
                 reservation: tuple[float, int] | None) -> None:
         if entry["id"] in work.following:  # already followed in this event loop: these calls wait for it too
-            work.following[entry["id"]].update(requests)
+            followed = work.following[entry["id"]]
+            for custom_id, request in requests.items():
+                if custom_id in followed:  # the same call again: both callers wait for the one answer
+                    followed[custom_id].waiting.extend(request.waiting)
+                else:
+                    followed[custom_id] = request
             return
         work.following[entry["id"]] = requests
         _start(work, self._until_done(work, model, entry, reservation))
@@ -247,7 +253,10 @@ class Batcher:
             if reservation is not None:
                 self._ledger.release(reservation)
         requests = work.following.pop(entry["id"])
-        self._deliver(model, entry, requests, lines, getattr(batch, "status", "unknown"))
+        try:
+            self._deliver(model, entry, requests, lines, getattr(batch, "status", "unknown"))
+        finally:  # a result it could not read must not leave a call waiting: what is left goes online
+            _settle(list(requests.values()), BatchItemFailed(f"batch {entry['id']}: its result could not be read"))
         self.store.remove(entry["id"])
 
     async def _poll(self, model: ModelConfig, entry: dict[str, Any]) -> Any:
@@ -257,7 +266,7 @@ class Batcher:
         shown: list[Any] = [None, 0.0]  # the progress last shown, and when
         while True:
             batch = await self._persist(lambda: functions.aretrieve_batch(
-                batch_id=entry["id"], custom_llm_provider=provider, **connection))
+                batch_id=entry["id"], custom_llm_provider=provider, **connection), patient=True)
             _show(entry, batch, shown)
             if batch.status in DONE:
                 return batch
@@ -280,17 +289,21 @@ class Batcher:
                 lines.update(_by_custom_id(await self._persist(functools.partial(download, file_id))))
         return lines
 
-    async def _persist(self, ask: Callable[[], Awaitable[T]]) -> T:
-        """`ask()`, again after a failure (a dropped connection, a 5xx), ATTEMPTS times at most."""
-        for attempt in range(ATTEMPTS):
+    async def _persist(self, ask: Callable[[], Awaitable[T]], patient: bool = False) -> T:
+        """`ask()`, again after a failure (a dropped connection, a 5xx), ATTEMPTS times at most; `patient`
+        (a poll of a batch already paid for): for as long as the provider's batch window, since giving up
+        would pay for its calls twice, online and in the batch."""
+        deadline = time.monotonic() + BATCH_WINDOW_S
+        attempt = 0
+        while True:
             try:
                 return await ask()
             except Exception as err:
-                if attempt == ATTEMPTS - 1:
+                attempt += 1
+                if attempt >= ATTEMPTS and not (patient and time.monotonic() < deadline):
                     raise
                 LOG.info("batch API: %s; asking again", type(err).__name__)
-                await asyncio.sleep(min(2.0 ** attempt, self.settings.poll_interval))
-        raise AssertionError("unreachable")
+                await asyncio.sleep(min(2.0 ** min(attempt, 10), self.settings.poll_interval))
 
     def _deliver(self, model: ModelConfig, entry: dict[str, Any], requests: dict[str, _Request],
                  lines: dict[str, dict[str, Any]], status: str) -> None:
@@ -464,10 +477,12 @@ def item_answer(line: dict[str, Any] | None, request: _Request, prices: tuple[fl
     """A request's answer from its result line, priced at the batch rate; or why there is none."""
     if line is None:
         return "no result in the batch's files"
-    response = line.get("response") or {}
-    body = response.get("body") or {}
+    response = _mapping(line.get("response"))
+    body = _mapping(response.get("body"))
     if response.get("status_code") != 200 or not body.get("choices"):
         error = line.get("error") or body.get("error") or {}
+        if not isinstance(error, dict):  # some providers give the error as text
+            return str(error)[:200]
         return str(error.get("code") or error.get("message") or f"status {response.get('status_code')}")[:200]
     choice = body["choices"][0]
     text = (choice.get("message") or {}).get("content") or ""
@@ -477,6 +492,11 @@ def item_answer(line: dict[str, Any] | None, request: _Request, prices: tuple[fl
     cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
     cost = None if prices is None else (prompt - cached) * prices[0] + completion * prices[1] + cached * prices[2]
     return _Answer(text, prompt, completion, cost, 0, choice.get("finish_reason"), cached)
+
+
+def _mapping(value: Any) -> dict[str, Any]:
+    """`value` when it is a JSON object; empty otherwise (null, or a provider's error as text)."""
+    return value if isinstance(value, dict) else {}
 
 
 def _by_custom_id(content: bytes) -> dict[str, dict[str, Any]]:

@@ -166,9 +166,12 @@ class Gateway:
         return self.cache is not None and self.cache.get(key) is not None
 
     async def chat(self, model_id: str, messages: Messages, *, stage: str, parse: Callable[[str], T] | None = None,
-                   json_mode: bool = False, max_tokens: int | None = None, step: str = "") -> ChatResult[T]:
+                   json_mode: bool = False, max_tokens: int | None = None, step: str = "",
+                   resent_prefix: bool = False) -> ChatResult[T]:
         """A parsed answer. `max_tokens` caps the answer's length; an answer cut off there is handled like
-        any other that cannot be used (the parser's partial result survives in LLMCallError.partial)."""
+        any other that cannot be used (the parser's partial result survives in LLMCallError.partial).
+        `resent_prefix`: later calls send this call's first message again (gleaning), so a provider that
+        caches only marked prefixes (Anthropic; writing costs 1.25x, reading 0.1x) is asked to cache it."""
         model = self._model(model_id)
         args = self._call_args(model, json_mode, max_tokens)
         parser: Callable[[str], Any] = parse or _any_text
@@ -186,7 +189,7 @@ class Gateway:
         for parse_attempt in range(model.max_parse_retries + 1):
             try:
                 answer = await self._send_chat(model_id, model, conversation, args, stage,
-                                               key if parse_attempt == 0 else None)
+                                               key if parse_attempt == 0 else None, resent_prefix)
             except LLMCallError as err:
                 self._record(stage, model_id, "chat", spent, started, parse_attempt, ok=False)
                 raise LLMCallError(str(err), partial) from None
@@ -230,7 +233,7 @@ class Gateway:
         return ChatResult(value=value, text=cached["text"], cached=True, stored=cached)
 
     async def _send_chat(self, model_id: str, model: ModelConfig, messages: Messages, args: dict[str, Any],
-                         stage: str, batch_key: str | None = None) -> _Answer:
+                         stage: str, batch_key: str | None = None, resent_prefix: bool = False) -> _Answer:
         """An answer: from a provider batch for a first attempt in batch mode (`batch_key`: the call's cache
         key) when the batch answers it, else online."""
         if batch_key is not None and self.batcher is not None:
@@ -239,12 +242,13 @@ class Gateway:
                 return batched
         estimate = prompt_estimate(messages)
         streamed = self._streams(model)
+        sent_args = {**args, **self._cache_marker(model)} if resent_prefix else args  # not part of the cache key
 
         async def call() -> _Answer:
             if streamed:
-                return await self._read_stream(model, messages, args, estimate)
+                return await self._read_stream(model, messages, sent_args, estimate)
             response = await self._litellm.acompletion(model=model.model, messages=messages,
-                                                       **self._connection(model), **args)
+                                                       **self._connection(model), **sent_args)
             usage = getattr(response, "usage", None)
             choice = response.choices[0]
             return _Answer(choice.message.content or "", int(getattr(usage, "prompt_tokens", 0) or estimate()),
@@ -595,9 +599,12 @@ class Gateway:
             connection["api_base"] = model.api_base
         if model.api_version:
             connection["api_version"] = model.api_version
-        if marks_prompt_cache(model.model):
-            connection["cache_control_injection_points"] = ANTHROPIC_CACHE_POINTS
         return connection
+
+    @staticmethod
+    def _cache_marker(model: ModelConfig) -> dict[str, Any]:
+        """LiteLLM's cache-control marker on the first message, for the models that need one."""
+        return {"cache_control_injection_points": ANTHROPIC_CACHE_POINTS} if marks_prompt_cache(model.model) else {}
 
     def _cost(self, response: Any) -> float | None:
         known = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
@@ -630,9 +637,9 @@ def stored_answer(text: str, spent: _Answer) -> dict[str, Any]:
     return {"text": text, "usage": [spent.prompt_tokens, spent.completion_tokens, spent.cost_usd]}
 
 
-# Anthropic caches a prompt prefix only up to a block marked cache_control. The first message holds the
-# instructions and the text of a stage's call, and a follow-up (a gleaning, a request to correct an answer)
-# sends it again: marked, it is read from the cache at a tenth of the price. LiteLLM adds the marker.
+# Anthropic caches a prompt prefix only up to a block marked cache_control. The first message of an
+# extraction holds the instructions and the text, and its gleanings send it again: marked, it is read from
+# the cache at a tenth of the price (and written at 1.25x once, so only calls with follow-ups are marked).
 ANTHROPIC_CACHE_POINTS = [{"location": "message", "index": 0}]
 
 

@@ -157,8 +157,9 @@ class ReportWriter:
                 report = ChildReport(number, int(record["size"]), frozenset(entity_ids),
                                      self.builder.report_row(number, row[COLUMN["title"]], row[COLUMN["full_content"]]))
             return row
-        finally:  # set even when this one failed, so its parent never waits forever
-            reports[number].set_result(report)
+        finally:  # set even when this one failed, so its parent never waits forever (unless a cancelled run
+            if not reports[number].done():  # already cancelled it)
+                reports[number].set_result(report)
 
     async def _write(self, context: Context, advance: Callable[[], None]) -> tuple[Report | None, str]:
         assert self.gateway is not None
@@ -198,7 +199,7 @@ def report_row(record: dict[str, Any], report: Report | None, status: str, diges
 
 STAGE = Stage(
     name="community_reports",
-    description="one LLM report per community, deepest level first, with sub-community reports standing in",
+    description="one LLM report per community, sub-community reports standing in for detail that does not fit",
     reads=("communities", "entities", "relationships", "covariates"),
     writes=("community_reports",),
     config_sections=("community_reports",),

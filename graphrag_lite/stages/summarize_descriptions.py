@@ -104,7 +104,8 @@ async def summarize(gateway: Gateway, cfg: SummarizeDescriptionsConfig, template
         batches = pack(descriptions, max(budget, 100))
         if len(batches) == len(descriptions):  # every item fills the budget alone: pair them up so each
             batches = [descriptions[i:i + 2] for i in range(0, len(descriptions), 2)]  # round halves the list
-        summaries = [await _summarize_batch(gateway, cfg, template, subject, batch) for batch in batches]
+        # the batches of a round at once (in batch mode, one provider batch per round, not per batch)
+        summaries = await gather_all(_summarize_batch(gateway, cfg, template, subject, batch) for batch in batches)
         if len(summaries) == 1:
             return summaries[0]
         descriptions = summaries
