@@ -223,15 +223,18 @@ class ScriptedBatchAPI:
                             request_counts=BatchRequestCounts(completed=2 if done else 0, failed=int(done), total=3))
 
 
-def test_litellm_batch_functions_get_openai_requests_and_their_answers_are_used(tmp_path, monkeypatch):
+BATCHED_MODEL = ModelConfig(model="openai/gpt-4o-mini", api_key="sk-test-key", max_retry_wait=0.01)
+
+
+def scripted_gateway(tmp_path, monkeypatch, api: ScriptedBatchAPI, online: list[dict]) -> Gateway:
+    """A batch-mode gateway for BATCHED_MODEL whose LiteLLM batch functions are `api`'s and whose online
+    calls (kept in `online`) get a mocked answer: no network."""
     import litellm
 
-    api = ScriptedBatchAPI()
     for name in ("acreate_file", "acreate_batch", "aretrieve_batch", "afile_content"):
         monkeypatch.setattr(litellm, name, getattr(api, name))
-    online: list[dict] = []
 
-    async def answered_online(**kwargs):  # the request the batch failed: no network, a mocked answer
+    async def answered_online(**kwargs):
         online.append(kwargs)
         return litellm.ModelResponse(model="gpt-4o-mini", usage={"prompt_tokens": 10, "completion_tokens": 5,
                                                                   "total_tokens": 15},
@@ -239,11 +242,19 @@ def test_litellm_batch_functions_get_openai_requests_and_their_answers_are_used(
                                                "finish_reason": "stop"}])
 
     monkeypatch.setattr(litellm, "acompletion", answered_online)
-    model = ModelConfig(model="openai/gpt-4o-mini", api_key="sk-test-key", max_retry_wait=0.01)
-    config = GraphRagConfig(models={"m": model}, cache=CacheConfig(base_dir=tmp_path / "cache"),
+    config = GraphRagConfig(models={"m": BATCHED_MODEL}, cache=CacheConfig(base_dir=tmp_path / "cache"),
                             output=OutputConfig(base_dir=tmp_path / "output"),
-                            batch=BatchConfig(enabled=True, window=0.05, poll_interval=0.05))
-    gateway = Gateway(config, batch=True)
+                            batch=BatchConfig(window=0.05, poll_interval=0.05))
+    return Gateway(config, batch=True)
+
+
+def test_litellm_batch_functions_get_openai_requests_and_their_answers_are_used(tmp_path, monkeypatch):
+    import litellm
+
+    api = ScriptedBatchAPI()
+    online: list[dict] = []
+    gateway = scripted_gateway(tmp_path, monkeypatch, api, online)
+    model = BATCHED_MODEL
     questions = [[{"role": "user", "content": f"question {i}"}] for i in range(3)]
 
     async def ask():
@@ -330,24 +341,8 @@ class FlakyBatchAPI(ScriptedBatchAPI):
 def test_a_batch_is_polled_through_an_outage_and_an_unexpected_result_line_goes_online(tmp_path, monkeypatch):
     """Giving up on a batch after a few failed polls would pay for its calls twice (it runs on at the
     provider); a result line of an unknown shape must not leave its call waiting forever."""
-    import litellm
-
     api = FlakyBatchAPI()
-    for name in ("acreate_file", "acreate_batch", "aretrieve_batch", "afile_content"):
-        monkeypatch.setattr(litellm, name, getattr(api, name))
-
-    async def answered_online(**kwargs):
-        return litellm.ModelResponse(model="gpt-4o-mini", usage={"prompt_tokens": 10, "completion_tokens": 5,
-                                                                  "total_tokens": 15},
-                                     choices=[{"message": {"role": "assistant", "content": "online answer"},
-                                               "finish_reason": "stop"}])
-
-    monkeypatch.setattr(litellm, "acompletion", answered_online)
-    model = ModelConfig(model="openai/gpt-4o-mini", api_key="sk-test-key", max_retry_wait=0.01)
-    config = GraphRagConfig(models={"m": model}, cache=CacheConfig(base_dir=tmp_path / "cache"),
-                            output=OutputConfig(base_dir=tmp_path / "output"),
-                            batch=BatchConfig(window=0.05, poll_interval=0.05))
-    gateway = Gateway(config, batch=True)
+    gateway = scripted_gateway(tmp_path, monkeypatch, api, [])
 
     async def ask():
         calls = (gateway.chat("m", [{"role": "user", "content": f"question {i}"}], stage="community_reports")
