@@ -353,3 +353,28 @@ def test_a_batch_is_polled_through_an_outage_and_an_unexpected_result_line_goes_
     gateway.close()
     assert [r.text for r in results] == ["batch answer 0", "batch answer 1", "online answer"]
     assert sum(name == "acreate_batch" for name, _ in api.calls) == 1  # polled on, not sent again
+
+
+class FlakyUploadAPI(ScriptedBatchAPI):
+    """A provider whose file upload fails twice (the network), then works."""
+
+    async def acreate_file(self, **kwargs):
+        if sum(name == "acreate_file" for name, _ in self.calls) < 2:
+            self.calls.append(("acreate_file", kwargs))
+            raise ConnectionError("the network is down")
+        return await super().acreate_file(**kwargs)
+
+
+def test_an_upload_that_fails_for_a_moment_is_sent_again_and_the_calls_stay_in_the_batch(tmp_path, monkeypatch):
+    api = FlakyUploadAPI()
+    online: list[dict] = []
+    gateway = scripted_gateway(tmp_path, monkeypatch, api, online)
+
+    async def ask():
+        return await asyncio.gather(*(gateway.chat("m", [{"role": "user", "content": f"question {i}"}],
+                                                   stage="community_reports") for i in range(3)))
+
+    results = asyncio.run(ask())
+    gateway.close()
+    assert [r.text for r in results] == ["batch answer 0", "batch answer 1", "online answer"]
+    assert [name for name, _ in api.calls].count("acreate_batch") == 1 and len(online) == 1  # only the failed item

@@ -28,7 +28,17 @@ from pathlib import Path
 from typing import Any, Protocol, TypeVar, cast
 
 from graphrag_lite.config import GraphRagConfig, ModelConfig
-from graphrag_lite.llm.gateway import TOKEN_ENCODING, _Answer, _describe, is_local_model, key_problem, model_price
+from graphrag_lite.llm.gateway import (
+    TOKEN_ENCODING,
+    _Answer,
+    _describe,
+    _is_connection_failure,
+    _retryable,
+    _status,
+    is_local_model,
+    key_problem,
+    model_price,
+)
 from graphrag_lite.llm.ledger import Ledger
 from graphrag_lite.storage import read_json, write_json
 from graphrag_lite.tokens import count_tokens
@@ -184,13 +194,14 @@ class Batcher:
         reservation = await self._reserve(model, requests)
         try:
             entry = await self._submit(model, requests)
-        except Exception as err:  # no batch API for this model after all: its calls go online, as usual
+        except Exception as err:  # these calls go online; after a refusal (not an outage), all of the model's
             if reservation is not None:
                 self._ledger.release(reservation)
-            reason = f"its batch API refused a batch ({_describe(err, model)})"
-            self._online[model.model] = reason
-            LOG.warning("batch mode: model %s: %s; its calls go online for the rest of this run", model.model,
-                        reason)
+            reason = f"its batch API {'failed' if _retryable(err) else 'refused a batch'} ({_describe(err, model)})"
+            if not _retryable(err):
+                self._online[model.model] = reason
+            LOG.warning("batch mode: model %s: %s; %s go online", model.model, reason,
+                        "these calls" if _retryable(err) else "its calls for the rest of this run")
             _settle(requests, BatchItemFailed(reason))
             return
         self._follow(work, model, entry, {r.custom_id: r for r in requests}, reservation)
@@ -199,10 +210,12 @@ class Batcher:
         """Upload the requests, start their batch, and keep it in the batch file before anything else."""
         functions, provider, connection = self._api(model)
         content = "".join(r.line + "\n" for r in requests).encode("utf-8")
-        upload = await functions.acreate_file(file=("graphrag-lite-batch.jsonl", content, "application/jsonl"),
-                                              purpose="batch", custom_llm_provider=provider, **connection)
-        batch = await functions.acreate_batch(completion_window="24h", endpoint=ENDPOINT, input_file_id=upload.id,
-                                              custom_llm_provider=provider, model=model.model, **connection)
+        upload = await self._persist(lambda: functions.acreate_file(  # a file sent twice is only a stray file
+            file=("graphrag-lite-batch.jsonl", content, "application/jsonl"), purpose="batch",
+            custom_llm_provider=provider, **connection), when=_retryable)
+        batch = await self._persist(lambda: functions.acreate_batch(  # retried only when surely not created
+            completion_window="24h", endpoint=ENDPOINT, input_file_id=upload.id, custom_llm_provider=provider,
+            model=model.model, **connection), when=_not_created)
         stage = requests[0].stage
         entry = {"id": batch.id, "model": model.model, "endpoint": _endpoint(model), "provider": provider,
                  "stage": stage, "sent": time.time(), "custom_ids": [r.custom_id for r in requests]}
@@ -289,10 +302,11 @@ class Batcher:
                 lines.update(_by_custom_id(await self._persist(functools.partial(download, file_id))))
         return lines
 
-    async def _persist(self, ask: Callable[[], Awaitable[T]], patient: bool = False) -> T:
-        """`ask()`, again after a failure (a dropped connection, a 5xx), ATTEMPTS times at most; `patient`
-        (a poll of a batch already paid for): for as long as the provider's batch window, since giving up
-        would pay for its calls twice, online and in the batch."""
+    async def _persist(self, ask: Callable[[], Awaitable[T]], patient: bool = False,
+                       when: Callable[[Exception], bool] = lambda err: True) -> T:
+        """`ask()`, again after a failure (a dropped connection, a 5xx) that `when` allows, ATTEMPTS times at
+        most; `patient` (a poll of a batch already paid for): for as long as the provider's batch window,
+        since giving up would pay for its calls twice, online and in the batch."""
         deadline = time.monotonic() + BATCH_WINDOW_S
         attempt = 0
         while True:
@@ -300,7 +314,7 @@ class Batcher:
                 return await ask()
             except Exception as err:
                 attempt += 1
-                if attempt >= ATTEMPTS and not (patient and time.monotonic() < deadline):
+                if not when(err) or (attempt >= ATTEMPTS and not (patient and time.monotonic() < deadline)):
                     raise
                 LOG.info("batch API: %s; asking again", type(err).__name__)
                 await asyncio.sleep(min(2.0 ** min(attempt, 10), self.settings.poll_interval))
@@ -492,6 +506,12 @@ def item_answer(line: dict[str, Any] | None, request: _Request, prices: tuple[fl
     cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
     cost = None if prices is None else (prompt - cached) * prices[0] + completion * prices[1] + cached * prices[2]
     return _Answer(text, prompt, completion, cost, 0, choice.get("finish_reason"), cached)
+
+
+def _not_created(err: Exception) -> bool:
+    """A failed batch creation that surely created nothing: no connection was made, or the provider said
+    to wait (429). After a time-out or a 5xx the batch may exist: sending it again could pay twice."""
+    return _is_connection_failure(err) or _status(err) == 429
 
 
 def _mapping(value: Any) -> dict[str, Any]:
