@@ -471,15 +471,8 @@ class Gateway:
         LiteLLM's look-up is slow for a model it does not know. `cached` prompt tokens (served from the
         provider's prompt cache) cost the model's cache-read price when LiteLLM's price map has one."""
         if model.model not in self._unit_prices:
-            per_prompt = model_price(self._litellm, model.model, 1000, 0)  # the base tier of tiered prices
-            per_completion = model_price(self._litellm, model.model, 0, 1000)
-            read = (self._litellm.model_cost.get(model.model) or {}).get("cache_read_input_token_cost")
-            self._unit_prices[model.model] = None if per_prompt is None or per_completion is None else (
-                per_prompt / 1000, per_completion / 1000, per_prompt / 1000 if read is None else float(read))
-        prices = self._unit_prices[model.model]
-        if prices is None:
-            return None
-        return (prompt_tokens - cached) * prices[0] + cached * prices[2] + completion_tokens * prices[1]
+            self._unit_prices[model.model] = unit_prices(self._litellm, model.model)
+        return priced(self._unit_prices[model.model], prompt_tokens, completion_tokens, cached)
 
     def _record_failed_attempt(self, stage: str, model_id: str, model: ModelConfig, prompt_tokens: int,
                                billed: bool) -> None:
@@ -750,6 +743,26 @@ def model_price(litellm: Any, model: str, prompt_tokens: int, completion_tokens:
     except Exception:  # not in the price map (local models)
         return None
     return float(prompt_cost + completion_cost)
+
+
+def unit_prices(litellm: Any, model: str) -> tuple[float, float, float] | None:
+    """USD per prompt, completion and cached prompt token from LiteLLM's offline price map (the base tier of
+    tiered prices; a cached token at the prompt price when the map has no cache-read price); None when the
+    model is not in it."""
+    per_prompt = model_price(litellm, model, 1000, 0)
+    per_completion = model_price(litellm, model, 0, 1000)
+    if per_prompt is None or per_completion is None:
+        return None
+    read = (litellm.model_cost.get(model) or {}).get("cache_read_input_token_cost")
+    return per_prompt / 1000, per_completion / 1000, per_prompt / 1000 if read is None else float(read)
+
+
+def priced(prices: tuple[float, float, float] | None, prompt_tokens: int, completion_tokens: int,
+           cached: int = 0) -> float | None:
+    """USD for these tokens at `prices` (unit_prices, or batch prices); None without prices."""
+    if prices is None:
+        return None
+    return (prompt_tokens - cached) * prices[0] + completion_tokens * prices[1] + cached * prices[2]
 
 
 def load_litellm(models: Any) -> Any:

@@ -80,7 +80,7 @@ async def summarize_all(gateway: Gateway | None, cfg: SummarizeDescriptionsConfi
             return await summarize(gateway, cfg, template, subject, descriptions)
         except LLMCallError as err:
             problems.append(f"summary of {subject} failed, its descriptions were joined instead: {err}")
-            return "\n".join(descriptions)
+            return joined(descriptions)
         finally:
             advance()
 
@@ -91,8 +91,13 @@ def joined_if_short(descriptions: list[str], cfg: SummarizeDescriptionsConfig) -
     """The descriptions joined into one text when they are few and short enough to need no summary."""
     if len(descriptions) > cfg.join_max_descriptions:
         return None
-    text = " ".join(d if d.rstrip().endswith(SENTENCE_ENDS) else f"{d.rstrip()}." for d in descriptions)
+    text = joined(descriptions)
     return text if count_tokens(text, ENCODING) <= cfg.join_max_tokens else None
+
+
+def joined(descriptions: list[str]) -> str:
+    """The descriptions as one text, in their order, each ending as a sentence: nothing left out."""
+    return " ".join(d if d.rstrip().endswith(SENTENCE_ENDS) else f"{d.rstrip()}." for d in descriptions)
 
 
 async def summarize(gateway: Gateway, cfg: SummarizeDescriptionsConfig, template: str, subject: str,
