@@ -146,6 +146,16 @@ def test_the_dry_run_shows_the_batch_price(tmp_path):
         return float(output.split("of the estimable stages: $")[1].split(",")[0])
 
     assert total(batch_estimate.output) == pytest.approx(total(online_estimate.output) / 2, abs=1e-4)
+    from graphrag_lite.config import load_config
+    from graphrag_lite.llm.batch import estimated_cost
+    from graphrag_lite.llm.gateway import model_price
+
+    config = load_config(root)  # embeddings are never batched: their estimate keeps the online price
+    litellm = load_litellm(config.models.values())
+    assert estimated_cost(config, "default_embedding_model", 10_000, 0) == \
+        model_price(litellm, "fake/embedding", 10_000, 0) > 0
+    assert estimated_cost(config, "default_chat_model", 10_000, 0) == \
+        pytest.approx(model_price(litellm, "fake/default", 10_000, 0) / 2)
 
 
 def test_a_budget_too_small_for_a_batch_stops_before_it_is_sent(tmp_path):

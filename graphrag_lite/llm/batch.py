@@ -38,6 +38,8 @@ from graphrag_lite.llm.gateway import (
     is_local_model,
     key_problem,
     model_price,
+    priced,
+    unit_prices,
 )
 from graphrag_lite.llm.ledger import Ledger
 from graphrag_lite.storage import read_json, write_json
@@ -442,8 +444,8 @@ def online_reason(litellm: Any, model: ModelConfig) -> str | None:
 def batch_unit_prices(litellm: Any, model: str) -> tuple[float, float, float] | None:
     """USD per prompt, completion and cached prompt token in a batch: LiteLLM's batch prices where its price
     map has them, else half the online prices; None when the model is not in the price map."""
-    per_prompt, per_completion = model_price(litellm, model, 1000, 0), model_price(litellm, model, 0, 1000)
-    if per_prompt is None or per_completion is None:
+    online = unit_prices(litellm, model)
+    if online is None:
         return None
     info: dict[str, Any] = dict(litellm.model_cost.get(model) or {})
     if not info:
@@ -451,23 +453,18 @@ def batch_unit_prices(litellm: Any, model: str) -> tuple[float, float, float] | 
             info = dict(litellm.get_model_info(model=model))
         except Exception:  # priced by cost_per_token, unknown to get_model_info: half the online prices
             info = {}
-    cached = info.get("cache_read_input_token_cost")
 
-    def rate(key: str, online: float) -> float:
-        return float(info[key]) if info.get(key) is not None else online / 2
+    def rate(key: str, online_rate: float) -> float:
+        return float(info[key]) if info.get(key) is not None else online_rate / 2
 
-    return (rate("input_cost_per_token_batches", per_prompt / 1000),
-            rate("output_cost_per_token_batches", per_completion / 1000),
-            rate("cache_read_input_token_cost_batches", per_prompt / 1000 if cached is None else float(cached)))
+    return (rate("input_cost_per_token_batches", online[0]), rate("output_cost_per_token_batches", online[1]),
+            rate("cache_read_input_token_cost_batches", online[2]))
 
 
 def batch_price(litellm: Any, model: str, prompt_tokens: int, completion_tokens: int, cached: int = 0
                 ) -> float | None:
     """USD for these tokens in a batch; None when the model is not in LiteLLM's price map."""
-    prices = batch_unit_prices(litellm, model)
-    if prices is None:
-        return None
-    return (prompt_tokens - cached) * prices[0] + completion_tokens * prices[1] + cached * prices[2]
+    return priced(batch_unit_prices(litellm, model), prompt_tokens, completion_tokens, cached)
 
 
 def estimated_cost(config: GraphRagConfig, model_id: str, prompt_tokens: int, completion_tokens: int
@@ -478,7 +475,7 @@ def estimated_cost(config: GraphRagConfig, model_id: str, prompt_tokens: int, co
 
     litellm = load_litellm(config.models.values())  # also registers the fake provider's prices
     model = config.models[model_id]
-    if online_reason(litellm, model) is not None:
+    if online_reason(litellm, model) is not None or _embeds(litellm, model.model):  # embeddings stay online
         return model_price(litellm, model.model, prompt_tokens, completion_tokens)
     return batch_price(litellm, model.model, prompt_tokens, completion_tokens)
 
@@ -504,8 +501,16 @@ def item_answer(line: dict[str, Any] | None, request: _Request, prices: tuple[fl
     prompt = int(usage.get("prompt_tokens") or request.prompt_tokens())
     completion = int(usage.get("completion_tokens") or count_tokens(text, TOKEN_ENCODING))
     cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
-    cost = None if prices is None else (prompt - cached) * prices[0] + completion * prices[1] + cached * prices[2]
-    return _Answer(text, prompt, completion, cost, 0, choice.get("finish_reason"), cached)
+    return _Answer(text, prompt, completion, priced(prices, prompt, completion, cached), 0,
+                   choice.get("finish_reason"), cached)
+
+
+def _embeds(litellm: Any, model: str) -> bool:
+    """Whether LiteLLM's model map says the model makes embeddings."""
+    try:
+        return litellm.get_model_info(model=model).get("mode") == "embedding"
+    except Exception:  # a model the map does not know: priced as chat
+        return False
 
 
 def _not_created(err: Exception) -> bool:
