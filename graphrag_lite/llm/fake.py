@@ -96,6 +96,7 @@ class Options:
     auth: float = 0.0
     bad_request: int = 0  # 1: every call is refused as a bad request (400), which no retry fixes
     dim: int = 128
+    max_batch: int = 0  # embeddings: a call with more texts is refused (422), as by a text-embeddings-inference server
     seed: int = 0
     structured: int = 0  # 1: declares structured (JSON) output support
     piece_latency: float = 0.0  # seconds between the pieces of a streamed answer
@@ -217,6 +218,11 @@ class FakeLLM(CustomLLM):
         if options.latency:
             await asyncio.sleep(options.latency)
         await self._inject_fault(options, model)
+        if options.max_batch and len(input) > options.max_batch:
+            response = httpx.Response(422, request=httpx.Request("POST", "http://fake.invalid/v1/embeddings"))
+            raise litellm.UnprocessableEntityError(f"batch size {len(input)} > maximum allowed batch size "
+                                                   f"{options.max_batch}", model=model, llm_provider="fake",
+                                                   response=response)
         model_response.data = [{"object": "embedding", "index": i, "embedding": embed_text(str(t), options.dim)}
                                for i, t in enumerate(input)]
         tokens = sum(count_tokens(str(t), "o200k_base") for t in input)
@@ -567,12 +573,22 @@ def claim_extraction(first: str, last: str, prior: list[str]) -> str:
 
 
 def summarize(first: str, last: str, prior: list[str]) -> str:
+    """Like a model asked for a comprehensive summary within the prompt's word limit: every description is
+    represented, by the start of its first sentence, repeats once (a cut at a fixed length would leave the
+    last ones out, which no model asked for comprehensiveness does, and the summary parser asks again)."""
     part = first.split("Description List:")[-1]
     descriptions = [d.strip(' "[],') for d in re.split(r"\n|\",\s*\"", part) if d.strip(' "[],')]
     unique = list(dict.fromkeys(d for d in descriptions if not d.startswith("#") and len(d) > 3))
-    text = " ".join(unique)[:1500]
-    end = max(text.rfind(mark) for mark in ".!?\u2026")  # like a model, end with a whole sentence
-    return (text[: end + 1] if end > 0 else text.rstrip() + ".") if text else "No description."
+    limit = re.search(r"Limit the summary to (\d+) words", first)
+    share = max(8, int(limit.group(1)) // max(len(unique), 1)) if limit else 60  # words per description
+    firsts = [" ".join(_first_sentence(d).split()[:share]) for d in unique]
+    text = " ".join(s if s.endswith((".", "!", "?", "\u2026")) else f"{s}." for s in firsts)
+    return text or "No description."
+
+
+def _first_sentence(text: str) -> str:
+    found = re.match(r".+?[.!?\u2026](?=\s|$)", text.strip(), re.DOTALL)
+    return (found.group(0) if found else text).strip()
 
 
 def table_rows(text: str, header: str) -> list[list[str]]:
