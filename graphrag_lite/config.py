@@ -269,8 +269,11 @@ class CommunityReportsConfig(Section):
 class EmbedTextConfig(Section):
     model_id: str | None = Field("default_embedding_model", description="id of a model in `models`; null: no "
                                  "vectors, full-text indexes only")
-    batch_size: int = Field(16, ge=1, description="texts per embedding call")
-    batch_max_tokens: int = Field(8191, ge=1, description="tokens per embedding call")
+    # larger than Microsoft GraphRAG's 16 texts / 8,191 tokens, which cost a call per 16 texts; OpenAI takes
+    # 2,048 texts and 300k tokens a call, and a provider that refuses a batch this large gets halved ones
+    batch_size: int = Field(256, ge=1, description="texts per embedding call (halved, for the rest of the run, "
+                            "when the provider refuses that many)")
+    batch_max_tokens: int = Field(50_000, ge=1, description="tokens per embedding call (halved like batch_size)")
 
 
 class VectorStoreConfig(Section):

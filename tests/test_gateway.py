@@ -12,6 +12,7 @@ from pydantic import BaseModel
 
 from graphrag_lite.config import BudgetConfig, CacheConfig, GraphRagConfig, ModelConfig
 from graphrag_lite.llm.fake import STATS
+from graphrag_lite.llm.fake import embed_text as fake_vector
 from graphrag_lite.llm.gateway import Gateway, LLMCallError, LLMConfigurationError
 from graphrag_lite.llm.ledger import BudgetExceeded
 from graphrag_lite.llm.structured import ParseError, json_parser
@@ -365,3 +366,26 @@ def test_claude_calls_mark_the_first_message_for_anthropic_prompt_caching_and_ot
     assert record.cost_usd == pytest.approx(200 * 3e-6 + 1800 * 0.3e-6 + 3 * 15e-6)  # cache reads at a tenth
     assert not marks_prompt_cache("openai/gpt-4o-mini") and not marks_prompt_cache("ollama/llama3")
     assert marks_prompt_cache("bedrock/us.anthropic.claude-sonnet-4-20250514-v1:0")
+
+
+def test_an_embedding_batch_the_provider_refuses_as_too_large_is_halved_for_the_rest_of_the_run(tmp_path):
+    # a text-embeddings-inference server takes 32 texts a call by default; this one takes 5
+    gateway = make_gateway(tmp_path, "fake/embedding?dim=8&max_batch=5")
+    texts = [f"text number {i}" for i in range(40)]
+    vectors = asyncio.run(gateway.embed("m", texts, stage="embed", batch_size=20))
+    assert vectors == [fake_vector(t, 8) for t in texts]  # every text, in order, none twice or lost
+    refused_at_20 = 2  # both batches of 20 sent at once, refused; then halves of 10 until 5 is accepted
+    assert STATS.embeddings <= refused_at_20 + 2 * 2 + 40 // 5
+    totals = gateway.ledger.totals()
+    assert totals["failed_attempts"] == STATS.embeddings - 40 // 5  # every refusal counted, none billed
+    STATS.reset()
+    more = [f"another text {i}" for i in range(20)]
+    asyncio.run(gateway.embed("m", more, stage="embed", batch_size=20))
+    assert STATS.embeddings == 4  # the size learnt: no refused call this time
+
+
+def test_an_embedding_refusal_that_is_not_about_size_is_not_split(tmp_path):
+    gateway = make_gateway(tmp_path, "fake/embedding?bad_request=1", max_retries=0)
+    with pytest.raises(LLMCallError):
+        asyncio.run(gateway.embed("m", [f"text {i}" for i in range(8)], stage="embed", batch_size=8))
+    assert STATS.embeddings == 1

@@ -28,7 +28,7 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import urlparse
 
-from graphrag_lite.config import GraphRagConfig, ModelConfig
+from graphrag_lite.config import EmbedTextConfig, GraphRagConfig, ModelConfig
 from graphrag_lite.errors import GraphragLiteError
 from graphrag_lite.llm.cache import AnswerCache, cache_key
 from graphrag_lite.llm.ledger import BudgetExceeded, CallRecord, Ledger
@@ -45,6 +45,8 @@ Messages = list[dict[str, str]]
 TOKEN_ENCODING = "o200k_base"  # for estimates before sending; the provider's count is reconciled after
 UNREACHABLE_AFTER = 3  # connection failures before a model that never answered is declared unreachable
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
+EMBEDDING_BATCH = (EmbedTextConfig.model_fields["batch_size"].default,  # texts and tokens per embedding call
+                   EmbedTextConfig.model_fields["batch_max_tokens"].default)
 SAME_ERROR_STOPS_AFTER = 3  # identical non-retryable errors, before any answer, that stop the run
 LOCAL_PROVIDERS = {"ollama", "ollama_chat", "lm_studio", "llamafile", "hosted_vllm", "vllm", "xinference"}
 CUT_OFF = "the answer was cut off at the length limit (max_tokens); give a complete, shorter answer"
@@ -149,6 +151,7 @@ class Gateway:
         self._keyed: set[str] = set()  # model ids whose key looked usable before their first call
         self._root = config.root_dir
         self._unit_prices: dict[str, tuple[float, float, float] | None] = {}  # USD per prompt, completion, cached token
+        self._embedding_caps: dict[str, int] = {}  # texts per call a model's provider accepted, after refusing more
         self._litellm = load_litellm(self.models.values())
         self.batcher: Batcher | None = None
         if batch:
@@ -332,8 +335,8 @@ class Gateway:
 
     # ------------------------------------------------------------ embeddings
 
-    async def embed(self, model_id: str, texts: Sequence[str], *, stage: str, batch_size: int = 16,
-                    batch_max_tokens: int = 8191, dimension: int | None = None) -> list[list[float]]:
+    async def embed(self, model_id: str, texts: Sequence[str], *, stage: str, batch_size: int = EMBEDDING_BATCH[0],
+                    batch_max_tokens: int = EMBEDDING_BATCH[1], dimension: int | None = None) -> list[list[float]]:
         """Vectors for `texts`, in order. Cached texts are not sent; the rest go in batches bounded by count
         and by tokens, concurrently within the model's limits. A cached vector of another dimension than
         `dimension` (or than the vectors the model returns now) was made by another model: it is replaced."""
@@ -366,22 +369,19 @@ class Gateway:
         dimensions: set[int] = set()
 
         async def run(batch: list[int], estimate: int) -> None:
+            cap = self._embedding_caps.get(model_id, len(batch))
+            if len(batch) > cap:  # the provider refused a batch this size before: send it in smaller ones
+                await gather_all(run(part, 0) for part in _parts(batch, cap))
+                return
             items = [texts[missing[i]] for i in batch]
-            started = time.perf_counter()
-
-            async def call() -> Any:
-                return await self._litellm.aembedding(model=model.model, input=items, **self._connection(model),
-                                                      **args)
-
             try:
-                response, retries = await self._with_retries(model_id, model, lambda: estimate, call, stage, False, 0)
-            except LLMCallError:
-                self._record(stage, model_id, "embedding", _Answer("", 0, 0, None, 0), started, 0, ok=False)
-                raise
-            usage = getattr(response, "usage", None)
-            tokens = int(getattr(usage, "prompt_tokens", 0) or estimate)
-            self._record(stage, model_id, "embedding", _Answer("", tokens, 0, self._cost(response), retries), started,
-                         0, ok=True)
+                response = await self._embedding_call(model_id, model, items, args, stage, estimate)
+            except _BatchTooLarge:
+                self._embedding_caps[model_id] = min(self._embedding_caps.get(model_id, len(batch)), len(batch) // 2)
+                LOG.info("%s: model %s refused %d texts in one call; sending at most %d", stage, model_id,
+                         len(batch), self._embedding_caps[model_id])
+                await run(batch, 0)
+                return
             answered = []
             for position, item in zip(batch, response.data, strict=True):
                 vector = list(item["embedding"] if isinstance(item, dict) else item.embedding)
@@ -394,6 +394,38 @@ class Gateway:
         batches = _batches([texts[i] for i in missing], batch_size, batch_max_tokens)
         await gather_all(run(batch, tokens) for batch, tokens in batches)
         return max(dimensions) if dimensions else None
+
+    async def _embedding_call(self, model_id: str, model: ModelConfig, items: list[str], args: dict[str, Any],
+                              stage: str, estimate: int) -> Any:
+        """The response of one embedding call, recorded; raises _BatchTooLarge when the provider refuses this
+        many texts or tokens in one call (providers' limits differ: 2,048 texts and 300k tokens at OpenAI, 96
+        texts at Cohere, 32 by default for a text-embeddings-inference server), so the caller can split."""
+        started = time.perf_counter()
+
+        async def call() -> Any:
+            try:
+                return await self._litellm.aembedding(model=model.model, input=items, **self._connection(model), **args)
+            except Exception as err:
+                if len(items) > 1 and _refuses_size(err):
+                    raise _BatchTooLarge(str(err)) from None
+                raise
+
+        def counted() -> int:
+            return estimate or sum(count_tokens(t, TOKEN_ENCODING) for t in items)
+
+        try:
+            response, retries = await self._with_retries(model_id, model, counted, call, stage, False, 0)
+        except _BatchTooLarge:
+            self._record_failed_attempt(stage, model_id, model, 0, billed=False)
+            raise
+        except LLMCallError:
+            self._record(stage, model_id, "embedding", _Answer("", 0, 0, None, 0), started, 0, ok=False)
+            raise
+        usage = getattr(response, "usage", None)
+        tokens = int(getattr(usage, "prompt_tokens", 0) or counted())
+        self._record(stage, model_id, "embedding", _Answer("", tokens, 0, self._cost(response), retries), started,
+                     0, ok=True)
+        return response
 
     # ------------------------------------------------------------ transport
 
@@ -427,7 +459,7 @@ class Gateway:
                 self._answered.add(model_id)
                 used = _tokens_used(response)
                 return response, attempt
-            except BudgetExceeded:
+            except (BudgetExceeded, _BatchTooLarge):
                 raise
             except Exception as err:  # classified below: retried, or raised with a clear message
                 rate_limited = _status(err) == 429
@@ -793,6 +825,27 @@ def _batches(texts: list[str], size: int, max_tokens: int) -> list[tuple[list[in
     if current:
         batches.append((current, tokens))
     return batches
+
+
+def _parts(batch: list[int], size: int) -> list[list[int]]:
+    return [batch[start:start + size] for start in range(0, len(batch), size)]
+
+
+class _BatchTooLarge(Exception):
+    """The provider refused an embedding call for its number of texts or tokens: split it."""
+
+
+_SIZE_REFUSAL = re.compile(r"too (?:large|long|many)|batch size|maximum|max\b.{0,40}\b(?:tokens|inputs|texts|entries|"
+                           r"items|batch)|exceed|context length|\$\.input", re.IGNORECASE)
+
+
+def _refuses_size(err: Exception) -> bool:
+    """A provider's refusal of a request's size (HTTP 400, 413 or 422, or a local server's 500, saying so),
+    as opposed to a failure that splitting the request would not fix."""
+    status = _status(err)
+    if status == 413 or type(err).__name__ == "ContextWindowExceededError":
+        return True
+    return status in (400, 422, 500) and bool(_SIZE_REFUSAL.search(str(err)))
 
 
 def _status(err: Exception) -> int | None:
