@@ -13,11 +13,13 @@ indexing process. `--set` changes a setting (e.g. `--set extract_graph.gleaning=
 variant (the settings before issue 16, the defaults, each option) and prints a line each.
 The standard pipeline indexes them from scratch (no answer cache) through the fake provider answering every
 call after a fixed `--latency`, with `--concurrency` calls in flight per model, one gleaning, claims off (the
-set-up of issue 16). The bound is what latency and concurrency allow for the calls the run actually made: per
-stage, ceil(calls / concurrency) rounds of `latency` seconds, but never fewer rounds than the calls that must
-follow each other (a text unit's first answer, then its gleaning; for reports, one round per community
-level, the longest chain of parents waiting for their sub-communities' reports there can be), summed along
-the stages, which run one after another. It prints per stage: calls, prompt and completion tokens, wall time
+set-up of issue 16). Requests are what the provider is sent: calls, corrective follow-ups after an unusable
+answer, refused attempts. The bound is what latency and concurrency allow for the requests the run actually
+made: per stage, ceil(requests / concurrency) rounds of `latency` seconds, but never fewer rounds than the
+requests that must follow each other (a text unit's first answer, then its gleaning; a corrective follow-up
+after the answer it corrects; for reports, one round per community level, the longest chain of parents
+waiting for their sub-communities' reports there can be), summed along the stages, which run one after
+another. It prints per stage: requests, prompt and completion tokens, wall time
 and bound, and the whole run's wall / bound (issue 16's target: at most 1.2).
 """
 
@@ -101,20 +103,30 @@ def settings(args: argparse.Namespace, changes: list[str]) -> str:
     return yaml.safe_dump(values)
 
 
+def requests(llm: dict) -> int:
+    """What the provider was sent: the calls not answered from the cache, the corrective follow-ups after an
+    unusable answer and the attempts it refused or failed (a call's retries), each a request of its own."""
+    return llm.get("calls", 0) - llm.get("cache_hits", 0) + llm.get("parse_retries", 0) + \
+        llm.get("failed_attempts", 0)
+
+
 def rounds(name: str, stage: dict, sent: int, concurrency: int, levels: int) -> int:
-    """The fewest rounds of calls a stage needs: by concurrency, and by the calls that must wait for others
-    (`levels`: community levels, whose reports are written one level after the other)."""
+    """The fewest rounds of requests a stage needs: by concurrency, and by the requests that must wait for
+    others (`levels`: community levels, whose reports are written one level after the other; a corrective
+    follow-up waits for the answer it corrects)."""
     if sent == 0:
         return 0
     if name.startswith("community_reports"):
         chained = levels
     else:
         chained = CHAINED_EXTRACTION if stage.get("details", {}).get("calls_per_unit", 1) > 1 else 1
+    chained += 1 if (stage.get("llm") or {}).get("parse_retries") else 0
     return max(math.ceil(sent / concurrency), chained)
 
 
 VARIANTS = {  # --compare: the settings before issue 16, the defaults, and each option of issue 16
-    "before (summarize all)": (["summarize_descriptions.join_max_tokens=0"], []),
+    "before (issue 16)": (["summarize_descriptions.join_max_tokens=0", "embed_text.batch_size=16",
+                           "embed_text.batch_max_tokens=8191"], []),
     "defaults": ([], []),
     "gleaning compact": (["extract_graph.gleaning=compact"], []),
     "batch (index --batch)": ([], ["--batch"]),
@@ -198,18 +210,18 @@ def compare(runs: dict[str, tuple[dict, float, dict[str, set[str]]]], args: argp
     what = "HotpotQA paragraphs" if args.corpus == "hotpotqa" else "podcast files"
     print(f"standard index of {args.documents} {what}, fake provider at {args.latency} s a call, concurrency "
           f"{args.concurrency}, one gleaning, claims off, no cache")
-    print(f"{'variant':26}{'calls':>7}{'x':>6}{'prompt tok':>12}{'x':>6}{'compl. tok':>12}{'wall s':>8}"
+    print(f"{'variant':26}{'requests':>9}{'x':>6}{'prompt tok':>12}{'x':>6}{'compl. tok':>12}{'wall s':>8}"
           f"{'bound s':>8}{'w/b':>6}{'cost $':>8}  same ids as the first")
     first_calls = first_prompt = 0
     first_ids: dict[str, set[str]] = {}
     for name, (stats, _, ids) in runs.items():
         llm = stats.get("llm") or {}
-        calls, prompt = llm.get("calls", 0) - llm.get("cache_hits", 0), llm.get("prompt_tokens", 0)
+        calls, prompt = requests(llm), llm.get("prompt_tokens", 0)
         first_calls, first_prompt, first_ids = first_calls or calls, first_prompt or prompt, first_ids or ids
         bound = critical_path(stats, args)
         ratio = f"{stats.get('wall_s', 0.0) / bound:.2f}" if bound else "n/a"
         same = ", ".join(f"{table} {'yes' if ids[table] == first_ids[table] else 'NO'}" for table in ids)
-        print(f"{name:26}{calls:>7,}{calls / first_calls:>6.2f}{prompt:>12,}{prompt / first_prompt:>6.2f}"
+        print(f"{name:26}{calls:>9,}{calls / first_calls:>6.2f}{prompt:>12,}{prompt / first_prompt:>6.2f}"
               f"{llm.get('completion_tokens', 0):>12,}{stats.get('wall_s', 0.0):>8.1f}{bound:>8.1f}{ratio:>6}"
               f"{llm.get('cost_usd') or 0:>8.3f}  {same}")
 
@@ -224,8 +236,7 @@ def critical_path(stats: dict, args: argparse.Namespace) -> float:
     total = 0.0
     for name, stage in stats["stages"].items():
         llm = stage.get("llm") or {}
-        total += rounds(name, stage, llm.get("calls", 0) - llm.get("cache_hits", 0), args.concurrency,
-                        levels) * args.latency
+        total += rounds(name, stage, requests(llm), args.concurrency, levels) * args.latency
     return total
 
 
@@ -234,21 +245,21 @@ def report(stats: dict, wall: float, args: argparse.Namespace) -> None:
     print(f"standard index of {args.documents} {what}, fake provider at {args.latency} s a call, "
           f"concurrency {args.concurrency}, one gleaning, claims off, no cache"
           + "".join(f", {change}" for change in args.set))
-    print(f"{'stage':24}{'calls':>8}{'prompt tok':>12}{'compl. tok':>12}{'wall s':>9}{'bound s':>9}")
+    print(f"{'stage':24}{'requests':>9}{'prompt tok':>12}{'compl. tok':>12}{'wall s':>9}{'bound s':>9}")
     total_bound = 0.0
     levels = community_levels(stats)
     for name, stage in stats["stages"].items():
         llm = stage.get("llm") or {}
-        sent = llm.get("calls", 0) - llm.get("cache_hits", 0)
+        sent = requests(llm)
         bound = rounds(name, stage, sent, args.concurrency, levels) * args.latency
         total_bound += bound
-        print(f"{name:24}{sent:>8,}{llm.get('prompt_tokens', 0):>12,}{llm.get('completion_tokens', 0):>12,}"
+        print(f"{name:24}{sent:>9,}{llm.get('prompt_tokens', 0):>12,}{llm.get('completion_tokens', 0):>12,}"
               f"{stage.get('wall_s', 0.0):>9.1f}{bound:>9.1f}")
     llm = stats.get("llm") or {}
-    print(f"{'all':24}{llm.get('calls', 0) - llm.get('cache_hits', 0):>8,}{llm.get('prompt_tokens', 0):>12,}"
+    print(f"{'all':24}{requests(llm):>9,}{llm.get('prompt_tokens', 0):>12,}"
           f"{llm.get('completion_tokens', 0):>12,}{stats.get('wall_s', 0.0):>9.1f}{total_bound:>9.1f}")
     ratio = f"{stats.get('wall_s', 0.0) / total_bound:.2f}" if total_bound else "n/a (no latency)"
-    calls = llm.get("calls", 0) - llm.get("cache_hits", 0)
+    calls = requests(llm)
     print(f"wall / bound: {ratio} (issue 16's target: at most 1.2); the process took {wall:.1f} s in all "
           f"(start-up included); {stats.get('wall_s', 0.0) / max(calls, 1) * 1000:.1f} ms of run time per call")
 
