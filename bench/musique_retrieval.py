@@ -133,8 +133,8 @@ def main() -> None:
               f"entities, {len(rag.index.communities):,} communities (built in {time.perf_counter() - started:.1f} s)")
         began = time.perf_counter()
         rag.index.entity_unit_graph  # noqa: B018 - built once per query process, timed apart from the queries
-        print(f"entity-text unit graph for the walk: {rag.index.entity_unit_graph.graph.vcount():,} nodes, "
-              f"{rag.index.entity_unit_graph.graph.ecount():,} edges, built in "
+        print(f"entity-text unit graph for the walk: {rag.index.entity_unit_graph.transitions.nodes:,} nodes, "
+              f"{len(rag.index.entity_unit_graph.transitions.sources) // 2:,} edges, built in "
               f"{(time.perf_counter() - began) * 1000:.0f} ms")
         methods = compared_methods(rag)
         scores = Scores()

@@ -2,8 +2,11 @@
 
 from __future__ import annotations
 
+import contextlib
 import json
 from collections import defaultdict
+from collections.abc import Iterator
+from contextvars import ContextVar
 from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
@@ -33,6 +36,21 @@ class CallRecord:
     provider_cached_tokens: int = 0  # prompt tokens the provider served from its prompt cache (cheaper)
 
 
+# the calls of one request to a long-lived process (graphrag-lite serve), whose gateway serves many at once
+_REQUEST_CALLS: ContextVar[list[CallRecord] | None] = ContextVar("request_calls", default=None)
+
+
+@contextlib.contextmanager
+def request_scope() -> Iterator[None]:
+    """Within it (and the tasks it starts), a ledger's totals count only the calls made within it: a
+    request's usage, not that of every request the process has served."""
+    token = _REQUEST_CALLS.set([])
+    try:
+        yield
+    finally:
+        _REQUEST_CALLS.reset(token)
+
+
 class Ledger:
     def __init__(self, max_cost_usd: float | None = None, max_tokens: int | None = None,
                  prior_spend: tuple[float, int] = (0.0, 0)) -> None:
@@ -48,6 +66,8 @@ class Ledger:
 
     def add(self, record: CallRecord) -> None:
         self.records.append(record)
+        if (scope := _REQUEST_CALLS.get()) is not None:
+            scope.append(record)
         if not record.cache_hit:
             self._cost += record.cost_usd or 0.0
             self._tokens += record.prompt_tokens + record.completion_tokens
@@ -85,13 +105,18 @@ class Ledger:
         return f" (${self.prior_cost:.4f} in earlier runs of this index)" if self.prior_cost or self.prior_tokens \
             else ""
 
+    def visible(self) -> list[CallRecord]:
+        """Every call, or within a request_scope the calls of that request."""
+        scope = _REQUEST_CALLS.get()
+        return self.records if scope is None else scope
+
     def totals(self, stage: str | None = None) -> dict[str, Any]:
-        records = [r for r in self.records if stage is None or r.stage == stage]
+        records = [r for r in self.visible() if stage is None or r.stage == stage]
         return summarize(records)
 
     def by_stage(self) -> dict[str, dict[str, Any]]:
         groups: dict[str, list[CallRecord]] = defaultdict(list)
-        for record in self.records:
+        for record in self.visible():
             groups[record.stage].append(record)
         return {stage: summarize(records) for stage, records in groups.items()}
 

@@ -3,6 +3,7 @@ with the short ids the answer cites."""
 
 from __future__ import annotations
 
+from collections.abc import Iterable
 from dataclasses import dataclass, field
 from typing import Any
 
@@ -30,7 +31,7 @@ def _cell(value: object) -> str:
     return " ".join(str(value).replace("|", "/").split())
 
 
-def pack(name: str, columns: list[str], candidates: list[dict[str, Any]], budget: int) -> ContextTable:
+def pack(name: str, columns: list[str], candidates: Iterable[dict[str, Any]], budget: int) -> ContextTable:
     """Rows in the given (ranked) order while they fit in `budget` tokens (the header counted once)."""
     table = ContextTable(name, columns)
     used = count_tokens(f"-----{name}-----\n" + "|".join(columns) + "\n", ENCODING)

@@ -212,7 +212,7 @@ class GraphRAG:
         return HopRound(query, [], [], after["calls"] - before["calls"], tokens, cached, problems)
 
     def _titles(self, entity_ids: list[str]) -> list[str]:
-        titles = dict(zip(self.index.entities["id"], self.index.entities["title"], strict=True))
+        titles = self.index.title_of
         return [titles[e] for e in entity_ids if e in titles]
 
     # ------------------------------------------------------------ basic
@@ -390,7 +390,7 @@ class GraphRAG:
         return self._database
 
     def _usage(self) -> dict[str, Any] | None:
-        if self._gateway is None or not self._gateway.ledger.records:
+        if self._gateway is None or not self._gateway.ledger.visible():
             return None
         return {**self._gateway.ledger.totals(), "by_stage": self._gateway.ledger.by_stage()}
 

@@ -8,7 +8,9 @@ directly. A text unit scores high when it is close to several seeds, so the "bri
 multi-hop question does not name, but that shares an entity with a passage it does name, comes up.
 
 The graph is built once per index (a few hundred milliseconds for 20,000 entities); a walk costs a few
-milliseconds.
+milliseconds. The walk is a power iteration in numpy (to an L1 change below 1e-9): igraph's PRPACK solver
+gives the same scores (within 1e-10) but took 75 ms a walk on a 6,400-node graph where this takes about 15,
+and a query process then need not import igraph (and the matplotlib it loads) at all.
 """
 
 from __future__ import annotations
@@ -16,7 +18,7 @@ from __future__ import annotations
 from collections.abc import Mapping
 from dataclasses import dataclass
 
-import igraph as ig
+import numpy as np
 import pandas as pd
 
 
@@ -48,27 +50,61 @@ class EntityUnitGraph:
             edges += [(position[str(eid)], position[u]) for u in known]
             weights += [1.0] * len(known)
         self.position = position
-        self.graph = ig.Graph(n=offset + len(self.unit_ids), edges=edges)
-        self.graph.es["weight"] = weights
+        self.transitions = _transitions(offset + len(self.unit_ids), edges, weights)
 
     def walk(self, entity_seeds: Mapping[str, float], unit_seeds: Mapping[str, float], damping: float,
              unit_weight: float) -> WalkScores:
         """Scores of the walk restarting at the seeds. Entity seeds are weighted by specificity; each seed
         group sums to one before the unit seeds are scaled by `unit_weight`."""
-        reset = [0.0] * self.graph.vcount()
+        reset = np.zeros(self.transitions.nodes)
         entity_mass = {e: s * self.specificity[e] for e, s in entity_seeds.items() if e in self.specificity}
         unit_mass = {u: s for u, s in unit_seeds.items() if u in self.position}
         for seeds, scale in ((entity_mass, 1.0), (unit_mass, unit_weight)):
             total = sum(seeds.values())
             for node, mass in seeds.items():
                 reset[self.position[node]] += scale * mass / total if total > 0 else 0.0
-        if not any(reset):
+        if not reset.any():
             return WalkScores({}, {})
-        scores = self.graph.personalized_pagerank(directed=False, damping=damping, reset=reset, weights="weight")
+        scores = self.transitions.personalized_pagerank(reset / reset.sum(), damping)
         offset = len(self.entity_ids)
         return WalkScores(_ranked(self.unit_ids, scores[offset:]), _ranked(self.entity_ids, scores[:offset]))
 
 
-def _ranked(ids: list[str], scores: list[float]) -> dict[str, float]:
-    reached = sorted((i for i, s in enumerate(scores) if s > 0), key=lambda i: -scores[i])
-    return {ids[i]: scores[i] for i in reached}
+@dataclass
+class _Transitions:
+    """The undirected weighted graph as arcs both ways, each with its share of its source's strength."""
+
+    nodes: int
+    sources: np.ndarray
+    targets: np.ndarray
+    shares: np.ndarray
+    dangling: np.ndarray  # nodes with no edge: their walkers restart
+
+    def personalized_pagerank(self, reset: np.ndarray, damping: float, tolerance: float = 1e-9,
+                              max_iterations: int = 500) -> np.ndarray:
+        scores = reset.copy()
+        for _ in range(max_iterations):
+            spread = np.bincount(self.targets, weights=self.shares * scores[self.sources], minlength=self.nodes)
+            following = (1 - damping) * reset + damping * (spread + scores[self.dangling].sum() * reset)
+            change = float(np.abs(following - scores).sum())
+            scores = following
+            if change < tolerance:
+                break
+        return scores / scores.sum()
+
+
+def _transitions(nodes: int, edges: list[tuple[int, int]], weights: list[float]) -> _Transitions:
+    pairs = np.array(edges, dtype=np.int64).reshape(-1, 2)
+    sources = np.concatenate([pairs[:, 0], pairs[:, 1]])
+    targets = np.concatenate([pairs[:, 1], pairs[:, 0]])
+    arc_weights = np.concatenate([weights, weights]).astype(float)
+    strength = np.bincount(sources, weights=arc_weights, minlength=nodes)
+    shares = arc_weights / strength[sources] if len(sources) else arc_weights
+    return _Transitions(nodes, sources, targets, shares, np.flatnonzero(strength == 0))
+
+
+def _ranked(ids: list[str], scores: np.ndarray) -> dict[str, float]:
+    """Ids of the nodes the walk reached, best first (ties in node order, as a stable sort leaves them)."""
+    reached = np.flatnonzero(scores > 0)
+    order = reached[np.argsort(-scores[reached], kind="stable")]
+    return {ids[i]: float(scores[i]) for i in order}

@@ -25,6 +25,7 @@ class IndexTables:
     def __init__(self, config: GraphRagConfig) -> None:
         self.config = config
         self.store = OutputStore(config.output.base_dir)
+        self._deepest: dict[int, dict[str, tuple[int, int]]] = {}
 
     def table(self, name: str) -> pd.DataFrame:
         if not self.store.has(name):
@@ -62,6 +63,35 @@ class IndexTables:
         from graphrag_lite.query.graph_walk import EntityUnitGraph
 
         return EntityUnitGraph(self.entities, self.relationships, self.text_units)
+
+    @cached_property
+    def title_of(self) -> dict[str, str]:
+        """Entity id -> title. This and the look-ups below are built once per index: a warm server answers
+        many questions from one IndexTables."""
+        return dict(zip(self.entities["id"], self.entities["title"], strict=True))
+
+    @cached_property
+    def entities_by_id(self) -> pd.DataFrame:
+        return self.entities.set_index("id", drop=False)
+
+    @cached_property
+    def units_by_id(self) -> dict[str, tuple[int, str]]:
+        """Text unit id -> (human_readable_id, text)."""
+        return {uid: (int(h), text) for uid, h, text in zip(self.text_units["id"], self.text_units["human_readable_id"],
+                                                            self.text_units["text"], strict=True)}
+
+    def deepest_communities(self, level: int) -> dict[str, tuple[int, int]]:
+        """Entity id -> (level, community) of its deepest community at or above `level`."""
+        if level not in self._deepest:
+            communities = self.communities[self.communities["level"] <= level]
+            deepest: dict[str, tuple[int, int]] = {}
+            for number, lvl, members in zip(communities["community"], communities["level"],
+                                            communities["entity_ids"], strict=True):
+                for eid in members:
+                    if eid not in deepest or lvl > deepest[eid][0]:
+                        deepest[eid] = (int(lvl), int(number))
+            self._deepest[level] = deepest
+        return self._deepest[level]
 
     @cached_property
     def relationships(self) -> pd.DataFrame:

@@ -11,7 +11,7 @@ then by how many of the selected relationships they support.
 from __future__ import annotations
 
 import re
-from collections.abc import Mapping, Sequence
+from collections.abc import Container, Iterator, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -86,7 +86,7 @@ def build_local_context(index: IndexTables, cfg: LocalSearchConfig, linked: Rank
     sent; their head stays, and this round's ranking takes turns with their last LEAD_SHARE, so a new lead
     adds passages without pushing out the best ones already found."""
     budget = cfg.max_context_tokens
-    entity_scores = _top(_scored(linked), set(index.entities["id"]), entity_limit or cfg.top_k_entities)
+    entity_scores = _top(_scored(linked), index.title_of, entity_limit or cfg.top_k_entities)
     unit_scores = _scored(retrieved_units)
     walk = index.entity_unit_graph.walk(entity_scores, unit_scores, cfg.ppr_damping, cfg.ppr_unit_weight) \
         if cfg.source_ranking == "ppr" else None
@@ -101,11 +101,10 @@ def build_local_context(index: IndexTables, cfg: LocalSearchConfig, linked: Rank
     if earlier_order:  # a lead may be wrong: it takes turns with the last quarter of the sources found so far
         kept = int(len(earlier_order) * (1 - LEAD_SHARE))
         order = list(dict.fromkeys([*earlier_order[:kept], *take_turns([list(earlier_order[kept:]), order])]))
-    source_rows = _source_rows(index, order)
     sources_cap = budget - reports.tokens - sum(t.tokens for t in graph[:3])
-    sources = pack("Sources", ["id", "text"], source_rows, sources_cap)
+    sources = pack("Sources", ["id", "text"], _source_rows(index, order), sources_cap)
     tables = [reports, *graph[:3], sources]
-    sections = _section_uses(cfg, tables, [len(report_rows), len(ids), *graph[4], len(source_rows)], graph_cap)
+    sections = _section_uses(cfg, tables, [len(report_rows), len(ids), *graph[4], len(order)], graph_cap)
     return LocalContext(tables, sections, ids, order)
 
 
@@ -116,7 +115,7 @@ def _scored(ranked: Ranked) -> dict[str, float]:
     return {row_id: 1.0 / (RRF_K + position + 1) for position, row_id in enumerate(ranked)}
 
 
-def _top(scores: dict[str, float], known: set[str], limit: int) -> dict[str, float]:
+def _top(scores: dict[str, float], known: Container[str], limit: int) -> dict[str, float]:
     return dict(list((k, v) for k, v in scores.items() if k in known)[:limit])
 
 
@@ -132,7 +131,7 @@ def _graph_tables(index: IndexTables, linked: list[str], per_entity: int, cap: i
                   ) -> tuple[ContextTable, ContextTable, ContextTable, dict[str, tuple[int, ...]], list[int]]:
     """Entities, relationships and claims of the linked entities within `cap` tokens, the relationships
     each text unit supports, and the number of candidate rows of each table."""
-    selected = index.entities.set_index("id", drop=False).loc[linked]
+    selected = index.entities_by_id.loc[linked]
     entities = pack("Entities", ["id", "entity", "description", "number of relationships"],
                     [{"id": r["human_readable_id"], "entity": r["title"], "description": r["description"],
                       "number of relationships": r["degree"]} for r in records(selected)], cap)
@@ -167,13 +166,7 @@ def _section_uses(cfg: LocalSearchConfig, tables: list[ContextTable], candidates
 def _report_rows(index: IndexTables, linked: list[str], level: int) -> list[dict[str, Any]]:
     """Reports of the communities holding the linked entities (each entity's deepest community at or above
     `level`), the communities with the most linked entities first, then by rating."""
-    communities = index.communities[index.communities["level"] <= level]
-    deepest: dict[str, tuple[int, int]] = {}
-    for number, lvl, members in zip(communities["community"], communities["level"], communities["entity_ids"],
-                                    strict=True):
-        for eid in members:
-            if eid not in deepest or lvl > deepest[eid][0]:
-                deepest[eid] = (int(lvl), int(number))
+    deepest = index.deepest_communities(level)
     counts: dict[int, int] = {}
     for eid in linked:
         if eid in deepest:
@@ -186,8 +179,7 @@ def _report_rows(index: IndexTables, linked: list[str], level: int) -> list[dict
 
 def _relationship_rows(index: IndexTables, linked: list[str], per_entity: int
                        ) -> tuple[list[dict[str, Any]], dict[str, tuple[int, ...]]]:
-    titles = dict(zip(index.entities["id"], index.entities["title"], strict=True))
-    chosen = {titles[e] for e in linked}
+    chosen = {index.title_of[e] for e in linked}
     rels = index.relationships
     touches = rels["source"].isin(chosen) | rels["target"].isin(chosen)
     candidates = rels[touches]
@@ -234,6 +226,7 @@ def _source_order(index: IndexTables, walked: dict[str, float] | None, linked: l
     return ranked
 
 
-def _source_rows(index: IndexTables, ranked: list[str]) -> list[dict[str, Any]]:
-    units = index.text_units.set_index("id", drop=False).loc[ranked]
-    return [{"id": int(h), "text": t} for h, t in zip(units["human_readable_id"], units["text"], strict=True)]
+def _source_rows(index: IndexTables, ranked: list[str]) -> Iterator[dict[str, Any]]:
+    """Rows as `pack` takes them: it stops at the first that does not fit, so the rest are never made."""
+    units = index.units_by_id
+    return ({"id": units[uid][0], "text": units[uid][1]} for uid in ranked)
