@@ -1,0 +1,83 @@
+"""A cold CLI process imports LiteLLM only when it calls a model, and LanceDB only when it searches a LanceDB
+table (issue 17): each query runs in a new process whose loaded modules are recorded when it exits. How long
+that takes is bench/cold_query.py's business; these tests check what is imported and that the answers hold."""
+
+from __future__ import annotations
+
+import json
+import os
+import subprocess
+import sys
+from pathlib import Path
+
+import pytest
+from typer.testing import CliRunner
+
+from graphrag_lite.cli import app
+from graphrag_lite.query.engine import EVIDENCE_HEADER
+from tests.conftest import SAMPLE, make_project
+
+# The CLI as its entry point runs it; the names in sys.modules are written to a file when the process exits,
+# whatever the command's exit code.
+PROBE = """
+import atexit, json, runpy, sys
+def record(path=sys.argv[1]):
+    with open(path, "w", encoding="utf-8") as out:
+        json.dump(sorted(sys.modules), out)
+atexit.register(record)
+sys.argv = ["graphrag-lite", *sys.argv[2:]]
+runpy.run_module("graphrag_lite", run_name="__main__")
+"""
+QUESTION = "Who went to Woolwich with Sir W. Pen?"
+
+
+@pytest.fixture(scope="module")
+def pepys(tmp_path_factory: pytest.TempPathFactory) -> Path:
+    """The bundled sample, indexed with the fast method; its settings name the fake chat and embedding models."""
+    root = make_project(tmp_path_factory.mktemp("cold"), SAMPLE)
+    result = CliRunner().invoke(app, ["index", "--root", str(root), "--method", "fast"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return root
+
+
+def run_cold(tmp_path: Path, *args: str) -> tuple[str, set[str]]:
+    """`graphrag-lite ARGS` in a new Python process: its output, and the top-level packages it imported."""
+    record = tmp_path / "modules.json"
+    env = dict(os.environ)
+    if "TIKTOKEN_CACHE_DIR" in env:  # a relative folder must still be found from the process's own folder
+        env["TIKTOKEN_CACHE_DIR"] = str(Path(env["TIKTOKEN_CACHE_DIR"]).resolve())
+    done = subprocess.run([sys.executable, "-c", PROBE, str(record), *args], capture_output=True, text=True,
+                          cwd=tmp_path, env=env, timeout=300)
+    assert done.returncode == 0, done.stdout + done.stderr
+    modules = json.loads(record.read_text(encoding="utf-8"))
+    return done.stdout, {name.split(".")[0] for name in modules}
+
+
+@pytest.mark.parametrize("args", [["--help"], ["query", "--help"]])
+def test_help_imports_no_model_database_or_table_library(tmp_path, args):
+    output, imported = run_cold(tmp_path, *args)
+    assert "Usage" in output
+    assert not {"litellm", "lancedb", "pandas", "pyarrow"} & imported
+
+
+@pytest.mark.parametrize(("method", "expected"), [("local", "SIR W PEN"), ("basic", "Woolwich"),
+                                                  ("global", "Reports:")])
+def test_a_no_model_query_answers_with_evidence_without_litellm(pepys, tmp_path, method, expected):
+    output, imported = run_cold(tmp_path, "query", method, "--no-model", QUESTION, "--root", str(pepys))
+    assert output.startswith(EVIDENCE_HEADER) and "[Data:" in output and expected in output
+    assert not {"litellm", "igraph", "matplotlib"} & imported  # the walk is numpy: no graph library to load
+
+
+def test_a_local_query_with_the_fake_model_imports_litellm_and_answers(pepys, tmp_path):
+    output, imported = run_cold(tmp_path, "query", "local", QUESTION, "--root", str(pepys), "--no-cache")
+    assert output.startswith("Based on the data") and "[Data: " in output
+    assert {"litellm", "lancedb"} <= imported
+
+
+def test_a_global_query_with_the_fake_model_searches_no_lancedb_table(pepys, tmp_path):
+    """Map-reduce over the community reports reads Parquet tables only, so LanceDB is never imported (the
+    searches above rank by LanceDB's full-text indexes: they need it)."""
+    output, imported = run_cold(tmp_path, "query", "global", "What happened at the theatre?", "--root", str(pepys),
+                                "--no-cache")
+    assert output.startswith("Based on the data") and "[Data: Reports" in output
+    assert "litellm" in imported and "lancedb" not in imported
