@@ -45,11 +45,6 @@ MethodOption = Annotated[str | None, typer.Option(
 QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="print errors only (the log file has the rest)")]
 NoModelOption = Annotated[bool, typer.Option("--no-model", help="call no model: answer with the ranked evidence "
                                              "and find entities by keywords (no key needed)")]
-# what --no-model sets, per search method: its chat model, and the model that embeds or rates for it
-NO_MODEL = {"local": ("local_search.chat_model_id", "local_search.embedding_model_id"),
-            "global": ("global_search.chat_model_id", "global_search.dynamic_model_id"),
-            "basic": ("basic_search.chat_model_id", "basic_search.embedding_model_id")}
-
 
 def _guarded(verbose: bool, action: Callable[[], T]) -> T:
     """Run a command: a one-line reason and a non-zero exit code on failure (the traceback with --verbose)."""
@@ -588,11 +583,12 @@ def _query(method: str, question: str, root: Path, config: Path | None, set_: li
            verbose: bool, no_model: bool = False, data: Path | None = None) -> None:
     import json
 
+    from graphrag_lite.config import no_model_overrides
     from graphrag_lite.pipeline import describe_llm_totals, print_compat_notes
     from graphrag_lite.query.engine import GraphRAG, SearchResult
     from graphrag_lite.query.hops import describe_round
 
-    overrides = [*(set_ or []), *([f"{key}=null" for key in NO_MODEL[method]] if no_model else []),
+    overrides = [*(set_ or []), *(no_model_overrides(method) if no_model else []),
                  *([f"output.base_dir={data}", f"vector_store.db_uri={data / 'lancedb'}"] if data else [])]
 
     def run() -> None:
@@ -786,6 +782,52 @@ def experiment_show(file: ExperimentFile, verbose: VerboseOption = False) -> Non
         console.print(f"Report: {spec.output / 'report.md'}", highlight=False)
 
     _guarded(verbose, run)
+
+
+@app.command("serve")
+def serve(
+    root: RootOption = Path("."), config: ConfigOption = None, set_: SetOption = None,
+    host: Annotated[str, typer.Option("--host", help="address to bind; another than this machine's loopback "
+                                      "needs an API key")] = "127.0.0.1",
+    port: Annotated[int, typer.Option("--port", min=1, max=65535, help="port to listen on")] = 8000,
+    api_key: Annotated[str | None, typer.Option("--api-key", envvar="GRAPHRAG_LITE_API_KEY", show_envvar=True,
+                                                help="key every request must send (X-API-Key header or Bearer "
+                                                "token)")] = None,
+    verbose: VerboseOption = False,
+) -> None:
+    """Serve the index over HTTP: queries, context, entities, communities and the graph explorer page at /,
+    with the index, its tables and models kept warm (OpenAPI docs at /docs)."""
+    def run() -> None:
+        _needs_serve_extra("serve", "fastapi", "uvicorn")
+        from graphrag_lite.serve.app import run_server
+
+        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C stops a server: nothing to resume
+            run_server(root, config, set_ or [], host=host, port=port, api_key=api_key)
+
+    _guarded(verbose, run)
+
+
+@app.command("mcp")
+def mcp(root: RootOption = Path("."), config: ConfigOption = None, set_: SetOption = None,
+        verbose: VerboseOption = False) -> None:
+    """Serve the index to an MCP client (Claude Desktop, an IDE, an agent) over stdio: local, global and
+    basic search, entities and their neighbourhood as tools."""
+    def run() -> None:
+        _needs_serve_extra("mcp", "mcp")
+        from graphrag_lite.serve.mcp_server import run_stdio
+
+        with contextlib.suppress(KeyboardInterrupt):
+            run_stdio(root, config, set_ or [])
+
+    _guarded(verbose, run)
+
+
+def _needs_serve_extra(command: str, *modules: str) -> None:
+    import importlib.util
+
+    missing = [m for m in modules if importlib.util.find_spec(m) is None]
+    if missing:
+        raise ConfigError(f"`graphrag-lite {command}` needs {', '.join(missing)}: pip install 'graphrag-lite[serve]'")
 
 
 @app.command("eval")

@@ -747,3 +747,14 @@ def _yaml_value(value: Any) -> str:
     if isinstance(value, str) and value.startswith("${"):
         return value  # an environment reference stays unquoted and readable
     return yaml.safe_dump(value, default_flow_style=True, width=1000).strip().removesuffix("\n...").strip()
+
+
+# what a query without a model (the CLI's --no-model, a server request's no_model) sets, per search method:
+# its chat model, and the model that embeds or rates for it
+NO_MODEL_SETTINGS = {"local": ("local_search.chat_model_id", "local_search.embedding_model_id"),
+                     "global": ("global_search.chat_model_id", "global_search.dynamic_model_id"),
+                     "basic": ("basic_search.chat_model_id", "basic_search.embedding_model_id")}
+
+
+def no_model_overrides(method: str) -> list[str]:
+    return [f"{key}=null" for key in NO_MODEL_SETTINGS[method]]

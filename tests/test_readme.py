@@ -10,6 +10,7 @@ from __future__ import annotations
 
 import contextlib
 import io
+import json
 import re
 import shlex
 import shutil
@@ -109,3 +110,26 @@ def test_every_yaml_block_loads_where_it_belongs(block, tmp_path, monkeypatch):
 def test_the_other_fenced_blocks_are_output_samples():
     samples = fenced("")
     assert samples and all(line.startswith(("coverage:", "points:")) for s in samples for line in s.splitlines())
+
+
+def test_the_serve_block_runs_against_a_served_index(tmp_path, cli):
+    """The README's `serve` commands: each curl request, sent to the app `graphrag-lite serve` runs, answers;
+    the MCP client configuration is valid JSON naming a command the CLI has."""
+    from fastapi.testclient import TestClient
+
+    from graphrag_lite.serve.app import create_app
+    from graphrag_lite.serve.holder import IndexHolder
+    from tests.conftest import make_project
+
+    [block] = fenced("bash")
+    root = make_project(tmp_path / "my-project", [DULCE])
+    assert cli("index", "--root", str(root)).exit_code == 0
+    requests = re.findall(r"curl -s localhost:8000(\S+) .*?-d '([^']*)'", block.replace("\\\n", " "), re.S)
+    assert len(requests) == 2 and "graphrag-lite serve --root my-project" in block
+    with TestClient(create_app(IndexHolder(root, None, []), watch=False)) as client:
+        for path, body in requests:
+            response = client.post(path, json=json.loads(body))
+            assert response.status_code == 200, response.text
+    [config] = fenced("json")
+    server = json.loads(config)["mcpServers"]["my-project"]
+    assert server["command"] == "graphrag-lite" and cli(server["args"][0], "--help").exit_code == 0

@@ -1,0 +1,332 @@
+"""`graphrag-lite serve`: the index over HTTP, kept warm in one process.
+
+    POST /query/{local,global,basic}   {"question": ..., "response_type", "community_level", "no_model", "stream"}
+    POST /context/{local,basic}        the ranked context only, no model call
+    GET  /entities?q=  /entities/{id}  /communities/{id}  /graph/neighbourhood/{id}?hops=N
+    GET  /health  /stats  /docs (OpenAPI)  /  (the graph explorer page)
+
+It binds to 127.0.0.1 by default; any other address needs an API key, sent with every request as an
+`X-API-Key` header or a Bearer token (the explorer page and /health carry no index data and need none).
+Bad requests get a 4xx with a message (`{"detail": ...}`), never a traceback.
+"""
+
+from __future__ import annotations
+
+import asyncio
+import contextlib
+import hmac
+import ipaddress
+import json
+import logging
+import sys
+import time
+from collections import defaultdict, deque
+from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from pathlib import Path
+from typing import Annotated, Any, Literal
+
+from fastapi import Body, FastAPI, HTTPException, Query, Request, Response
+from fastapi.exceptions import RequestValidationError
+from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
+from fastapi.staticfiles import StaticFiles
+from pydantic import BaseModel, ConfigDict, Field
+from starlette.types import ASGIApp, Message, Receive, Scope, Send
+
+from graphrag_lite.errors import ConfigError, GraphragLiteError
+from graphrag_lite.llm.gateway import LLMCallError
+from graphrag_lite.llm.ledger import request_scope
+from graphrag_lite.query.context import render
+from graphrag_lite.query.engine import SearchResult
+from graphrag_lite.serve import browse
+from graphrag_lite.serve.holder import IndexHolder, LoadedIndex
+
+LOG = logging.getLogger("graphrag_lite.serve")
+STATIC = Path(__file__).with_name("static")
+MAX_BODY_BYTES = 64 * 1024
+PUBLIC = ("/", "/health", "/favicon.ico")  # no index data: reachable without the key (the page asks for it)
+LATENCIES_KEPT = 1000  # per route, for /stats
+
+
+class QueryRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    question: str = Field(min_length=1, max_length=4000, description="the question")
+    response_type: str = Field("Multiple Paragraphs", max_length=200, description="length and format of the answer")
+    community_level: int | None = Field(None, ge=0, le=20, description="community level of the reports used")
+    no_model: bool = Field(False, description="call no model: the ranked evidence is the answer")
+    stream: bool = Field(False, description="the answer as server-sent events (`piece` events, then `result`)")
+
+
+class ContextRequest(BaseModel):
+    model_config = ConfigDict(extra="forbid")
+    question: str = Field(min_length=1, max_length=4000)
+    community_level: int | None = Field(None, ge=0, le=20)
+    no_model: bool = Field(False, description="find entities and text units by keywords only (no embedding call)")
+
+
+class QueryStats:
+    """Requests and latencies per route, for /stats."""
+
+    def __init__(self) -> None:
+        self.counts: dict[str, int] = defaultdict(int)
+        self.errors: dict[str, int] = defaultdict(int)
+        self.latencies: dict[str, deque[float]] = defaultdict(lambda: deque(maxlen=LATENCIES_KEPT))
+
+    def add(self, route: str, seconds: float, status: int) -> None:
+        self.counts[route] += 1
+        self.latencies[route].append(seconds)
+        if status >= 400:
+            self.errors[route] += 1
+
+    def summary(self) -> dict[str, Any]:
+        return {route: {"requests": count, "errors": self.errors[route], **_percentiles(self.latencies[route])}
+                for route, count in sorted(self.counts.items())}
+
+
+def _percentiles(values: deque[float]) -> dict[str, float]:
+    ordered = sorted(values)
+    if not ordered:
+        return {}
+    pick = lambda share: round(ordered[min(len(ordered) - 1, int(share * len(ordered)))] * 1000, 2)  # noqa: E731
+    return {"p50_ms": pick(0.5), "p95_ms": pick(0.95), "max_ms": round(ordered[-1] * 1000, 2)}
+
+
+def create_app(holder: IndexHolder, api_key: str | None = None, watch: bool = True) -> FastAPI:
+    """The app over `holder`'s index; `watch`: reload the index when an index run completes."""
+    @contextlib.asynccontextmanager
+    async def lifespan(_: FastAPI) -> AsyncIterator[None]:
+        task = asyncio.create_task(holder.watch()) if watch else None
+        yield
+        if task:
+            task.cancel()
+
+    app = FastAPI(title="graphrag-lite", lifespan=lifespan,
+                  description="Queries, context and graph look-ups over one graphrag-lite index.")
+    app.state.holder, app.state.stats = holder, QueryStats()
+    _add_guards(app, api_key)
+    app.add_middleware(BodyLimit)
+    _add_error_handlers(app)
+    _add_search_routes(app)
+    _add_graph_routes(app)
+    _add_page_routes(app)
+    return app
+
+
+def _add_guards(app: FastAPI, api_key: str | None) -> None:
+    @app.middleware("http")
+    async def guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
+        started = time.perf_counter()
+        path = request.url.path
+        with request_scope():  # the usage a response reports is its own request's
+            response = await _guarded(request, call_next, api_key)
+        route = request.scope.get("route")
+        app.state.stats.add(f"{request.method} {getattr(route, 'path', path)}", time.perf_counter() - started,
+                            response.status_code)
+        return response
+
+
+async def _guarded(request: Request, call_next: Callable[[Request], Awaitable[Response]],
+                   api_key: str | None) -> Response:
+    path = request.url.path
+    if api_key and not (path in PUBLIC or path.startswith("/static/")) and not _key_matches(request, api_key):
+        return JSONResponse({"detail": "missing or wrong API key: send it as an X-API-Key header or "
+                                       "'Authorization: Bearer <key>'"}, status_code=401)
+    if int(request.headers.get("content-length") or 0) > MAX_BODY_BYTES:  # said beforehand: not read at all
+        return _too_large()
+    return await call_next(request)
+
+
+def _too_large() -> JSONResponse:
+    return JSONResponse({"detail": f"the request body is larger than {MAX_BODY_BYTES:,} bytes"}, status_code=413)
+
+
+class BodyLimit:
+    """A request body sent without its length (chunked) is read first, up to MAX_BODY_BYTES, and answered
+    413 past it; the app then reads it from memory. (One with a Content-Length is checked before reading.)"""
+
+    def __init__(self, app: ASGIApp) -> None:
+        self.app = app
+
+    async def __call__(self, scope: Scope, receive: Receive, send: Send) -> None:
+        headers = dict(scope.get("headers") or [])
+        if scope["type"] != "http" or b"content-length" in headers or scope.get("method") in ("GET", "HEAD"):
+            await self.app(scope, receive, send)
+            return
+        body, more = b"", True
+        while more:
+            message = await receive()
+            body += message.get("body", b"")
+            more = message.get("more_body", False) and message["type"] == "http.request"
+            if len(body) > MAX_BODY_BYTES:
+                await _too_large()(scope, receive, send)
+                return
+
+        async def replay() -> Message:
+            return {"type": "http.request", "body": body, "more_body": False}
+
+        await self.app(scope, replay, send)
+
+
+def _key_matches(request: Request, api_key: str) -> bool:
+    sent = request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix("Bearer ")
+    return hmac.compare_digest(sent.strip().encode(), api_key.encode())
+
+
+def _add_error_handlers(app: FastAPI) -> None:
+    @app.exception_handler(browse.NotFound)
+    async def not_found(_: Request, err: browse.NotFound) -> JSONResponse:
+        return JSONResponse({"detail": str(err.args[0]) if err.args else str(err)}, status_code=404)
+
+    @app.exception_handler(RequestValidationError)
+    async def invalid(_: Request, err: RequestValidationError) -> JSONResponse:
+        problems = [f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in err.errors()]
+        return JSONResponse({"detail": "; ".join(problems) or "invalid request"}, status_code=422)
+
+    @app.exception_handler(LLMCallError)
+    async def model_failed(_: Request, err: LLMCallError) -> JSONResponse:
+        return JSONResponse({"detail": f"the model failed: {err}"}, status_code=502)
+
+    @app.exception_handler(GraphragLiteError)
+    async def index_problem(_: Request, err: GraphragLiteError) -> JSONResponse:
+        return JSONResponse({"detail": str(err)}, status_code=503)
+
+    @app.exception_handler(Exception)
+    async def unexpected(request: Request, err: Exception) -> JSONResponse:  # a bug: logged whole, told briefly
+        LOG.exception("%s %s failed", request.method, request.url.path)
+        return JSONResponse({"detail": f"internal error ({type(err).__name__}: {err}); the server log has the "
+                                       "details"}, status_code=500)
+
+
+Method = Literal["local", "global", "basic"]
+Search = Callable[..., Coroutine[Any, Any, SearchResult]]
+
+
+def _add_search_routes(app: FastAPI) -> None:
+    @app.post("/query/{method}", summary="Answer a question (local, global or basic search)")
+    async def query(method: Method, body: Annotated[QueryRequest, Body()], request: Request) -> Any:
+        loaded: LoadedIndex = request.app.state.holder.current
+        engine = loaded.engines[(method, body.no_model)]
+        options: dict[str, Any] = {"response_type": body.response_type}
+        if body.community_level is not None and method != "basic":
+            options["community_level"] = body.community_level
+        search: dict[str, Search] = {"local": engine.alocal_search, "global": engine.aglobal_search,
+                                     "basic": engine.abasic_search}
+        if body.stream:
+            return StreamingResponse(_events(search[method], body.question, options), media_type="text/event-stream")
+        return _json(await search[method](body.question, **options))
+
+    @app.post("/context/{method}", summary="The ranked context a search would send, with no model call")
+    async def context(method: Literal["local", "basic"], body: Annotated[ContextRequest, Body()],
+                      request: Request) -> dict[str, Any]:
+        engine = request.app.state.holder.current.engines[(method, body.no_model)]
+        if method == "basic":
+            tables = [await engine.abasic_context(body.question)]
+            budgets = {"Sources": engine.config.basic_search.max_context_tokens}
+        else:
+            local = await engine.alocal_context(body.question, 2 if body.community_level is None
+                                                else body.community_level)
+            tables, budgets = local.tables, local.budgets
+        return {"method": method, "question": body.question, "context_text": render(tables),
+                "context": {t.name: t.rows for t in tables}, "budgets": budgets}
+
+
+def _json(result: SearchResult) -> JSONResponse:
+    return JSONResponse(json.loads(json.dumps(result.to_dict(), default=str, ensure_ascii=False)))
+
+
+async def _events(search: Search, question: str,
+                  options: dict[str, Any]) -> AsyncIterator[str]:
+    """Server-sent events: `piece` events as the answer is written, then one `result` (the whole result) or
+    one `error` event."""
+    pieces: asyncio.Queue[str | None] = asyncio.Queue()
+    task = asyncio.create_task(search(question, on_piece=pieces.put_nowait, **options))
+    task.add_done_callback(lambda _: pieces.put_nowait(None))
+    while (piece := await pieces.get()) is not None:
+        yield f"event: piece\ndata: {json.dumps(piece, ensure_ascii=False)}\n\n"
+    try:
+        result = task.result()
+    except Exception as err:  # the stream has begun: the failure can only be told as an event
+        if not isinstance(err, GraphragLiteError):
+            LOG.exception("streamed search failed")
+        yield f"event: error\ndata: {json.dumps({'detail': str(err)}, ensure_ascii=False)}\n\n"
+        return
+    yield f"event: result\ndata: {json.dumps(result.to_dict(), default=str, ensure_ascii=False)}\n\n"
+
+
+def _add_graph_routes(app: FastAPI) -> None:
+    def index(request: Request) -> Any:
+        return request.app.state.holder.current.engine.index
+
+    @app.get("/entities", summary="Entities whose name matches the text, best first")
+    async def entities(request: Request, q: Annotated[str, Query(max_length=200)] = "",
+                       limit: Annotated[int, Query(ge=1, le=200)] = 20) -> dict[str, Any]:
+        return {"entities": browse.find_entities(index(request), q, limit)}
+
+    @app.get("/entities/{key}", summary="An entity (id, short id or title) with its relationships, claims, "
+                                         "communities and text units")
+    async def entity(key: str, request: Request) -> dict[str, Any]:
+        return browse.entity_detail(index(request), key)
+
+    @app.get("/communities/{community}", summary="A community's report, members and children")
+    async def community(community: int, request: Request) -> dict[str, Any]:
+        return browse.community_detail(index(request), community)
+
+    @app.get("/graph/neighbourhood/{key}", summary="The entities within N hops of one, and their relationships")
+    async def neighbourhood(key: str, request: Request, hops: Annotated[int, Query(ge=1, le=3)] = 1,
+                            limit: Annotated[int, Query(ge=1, le=1000)] = 150) -> dict[str, Any]:
+        return browse.neighbourhood(index(request), key, hops, limit)
+
+
+def _add_page_routes(app: FastAPI) -> None:
+    @app.get("/health", summary="Whether the server answers, and since when its index is loaded")
+    async def health(request: Request) -> dict[str, Any]:
+        holder: IndexHolder = request.app.state.holder
+        return {"status": "ok", "loaded_at": holder.current.loaded_at, "reloads": holder.reloads}
+
+    @app.get("/stats", summary="The index's figures, and the requests served with their latencies")
+    async def stats(request: Request) -> dict[str, Any]:
+        from graphrag_lite.pipeline import last_run
+
+        holder: IndexHolder = request.app.state.holder
+        loaded = holder.current
+        tables = {name: len(getattr(loaded.engine.index, name)) for name in
+                  ("documents", "text_units", "entities", "relationships", "communities", "reports")}
+        run = last_run(loaded.config.output.base_dir)
+        return {"index": {"output": str(loaded.config.output.base_dir), "rows": tables,
+                          "last_run": {k: run.get(k) for k in ("status", "pipeline", "finished_at", "wall_s")},
+                          "loaded_at": loaded.loaded_at, "reloads": holder.reloads,
+                          "reload_problem": holder.reload_problem},
+                "requests": request.app.state.stats.summary()}
+
+    if STATIC.is_dir():
+        app.mount("/static", StaticFiles(directory=STATIC), name="static")
+
+    @app.get("/", include_in_schema=False)
+    async def page() -> FileResponse:
+        if not (STATIC / "index.html").is_file():
+            raise HTTPException(404, "the explorer page is not installed (graphrag_lite/serve/static/index.html)")
+        return FileResponse(STATIC / "index.html")
+
+
+def check_binding(host: str, api_key: str | None) -> None:
+    """Only this machine may reach a server without a key."""
+    if api_key:
+        return
+    try:
+        loopback = ipaddress.ip_address(host).is_loopback
+    except ValueError:
+        loopback = host == "localhost"
+    if not loopback:
+        raise ConfigError(f"serving on {host} lets other machines read the index: set an API key with --api-key "
+                          "or GRAPHRAG_LITE_API_KEY (clients send it as X-API-Key), or bind to 127.0.0.1")
+
+
+def run_server(root: Path, config: Path | None, overrides: list[str], host: str = "127.0.0.1", port: int = 8000,
+               api_key: str | None = None) -> None:
+    import uvicorn
+
+    check_binding(host, api_key)
+    started = time.perf_counter()
+    holder = IndexHolder(root, config, overrides)
+    sys.stderr.write(f"index in {holder.current.config.output.base_dir} loaded in {time.perf_counter() - started:.1f} "
+                     f"s; serving on http://{host}:{port} (explorer at /, API docs at /docs)\n")
+    uvicorn.run(create_app(holder, api_key), host=host, port=port, log_level="warning")

@@ -1,0 +1,170 @@
+"""`graphrag-lite serve`: the HTTP API over an index of five short documents, built with the fake model; bad
+requests, the API key, and the swap to a newly built index."""
+
+from __future__ import annotations
+
+import asyncio
+import json
+import shutil
+
+import pytest
+from fastapi.testclient import TestClient
+from typer.testing import CliRunner
+
+from graphrag_lite.cli import app as cli_app
+from graphrag_lite.errors import ConfigError
+from graphrag_lite.llm.fake import STATS
+from graphrag_lite.serve.app import MAX_BODY_BYTES, check_binding, create_app
+from graphrag_lite.serve.holder import IndexHolder
+from tests.conftest import DATA, make_project
+
+DOCUMENTS = sorted((DATA / "unrelated-documents").glob("*.txt"))
+
+
+def index(root):
+    result = CliRunner().invoke(cli_app, ["index", "--root", str(root)], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    return root
+
+
+@pytest.fixture(scope="module")
+def project(tmp_path_factory):
+    return index(make_project(tmp_path_factory.mktemp("serve"), DOCUMENTS[:4]))
+
+
+@pytest.fixture(scope="module")
+def client(project):
+    with TestClient(create_app(IndexHolder(project, None, []), watch=False)) as client:
+        yield client
+
+
+def a_title(client) -> str:
+    return client.get("/entities", params={"q": ""}).json()["entities"][0]["title"]
+
+
+@pytest.mark.parametrize("method", ["local", "global", "basic"])
+def test_a_query_answers_like_the_cli_json_with_resolved_citations(client, method):
+    question = f"What is said about {a_title(client).title()}?"
+    answer = client.post(f"/query/{method}", json={"question": question})
+    assert answer.status_code == 200, answer.text
+    data = answer.json()
+    assert data["method"] == method and data["question"] == question and "[Data:" in data["answer"]
+    assert any(data["citations"].values()) and not any(row.get("missing") for rows in data["citations"].values()
+                                                       for row in rows)
+    evidence = client.post(f"/query/{method}", json={"question": question, "no_model": True}).json()
+    assert evidence["answer"].startswith("Retrieved evidence") and evidence["usage"] is None
+
+
+def test_a_streamed_answer_comes_in_pieces_then_the_whole_result(client):
+    question = f"Who is {a_title(client).title()}?"
+    whole = client.post("/query/local", json={"question": question}).json()
+    with client.stream("POST", "/query/local", json={"question": question, "stream": True}) as response:
+        assert response.headers["content-type"].startswith("text/event-stream")
+        events = [block for block in response.read().decode().split("\n\n") if block]
+    kinds = [block.split("\n")[0].removeprefix("event: ") for block in events]
+    assert kinds[-1] == "result" and kinds.count("piece") >= 1
+    pieces = "".join(json.loads(block.split("data: ", 1)[1]) for block in events if block.startswith("event: piece"))
+    result = json.loads(events[-1].split("data: ", 1)[1])
+    assert pieces == result["answer"] == whole["answer"]
+
+
+@pytest.mark.parametrize("method", ["local", "basic"])
+def test_context_is_the_ranked_context_with_no_chat_call(client, method):
+    STATS.reset()
+    context = client.post(f"/context/{method}", json={"question": f"Tell me about {a_title(client)}"})
+    assert context.status_code == 200, context.text
+    data = context.json()
+    assert STATS.completions == 0 and data["context"]["Sources"] and "-----Sources-----" in data["context_text"]
+    if method == "local":
+        assert data["context"]["Entities"] and set(data["budgets"]) >= {"Entities", "Sources"}
+
+
+def test_graph_look_ups_follow_an_entity_to_its_community(client):
+    found = client.get("/entities", params={"q": a_title(client)[:4]}).json()["entities"]
+    entity = client.get(f"/entities/{found[0]['id']}").json()
+    assert entity["title"] == found[0]["title"] and entity["text_units"]
+    by_short_id = client.get(f"/entities/{found[0]['human_readable_id']}").json()
+    assert by_short_id["id"] == entity["id"]
+    around = client.get(f"/graph/neighbourhood/{entity['id']}", params={"hops": 2}).json()
+    assert around["center"] == entity["id"] and entity["id"] in {n["id"] for n in around["nodes"]}
+    community = client.get(f"/communities/{entity['communities'][0]['community']}").json()
+    assert entity["id"] in {m["id"] for m in community["members"]} and community["report"]["title"]
+
+
+def test_health_and_stats_count_the_requests(client):
+    assert client.get("/health").json()["status"] == "ok"
+    client.get("/entities", params={"q": "x"})
+    stats = client.get("/stats").json()
+    assert stats["index"]["rows"]["entities"] > 0 and stats["index"]["last_run"]["status"] == "completed"
+    assert stats["requests"]["GET /entities"]["requests"] >= 1 and "p50_ms" in stats["requests"]["GET /entities"]
+
+
+BAD_REQUESTS = [
+    ("get", "/entities/no-such-entity", None, 404, "no-such-entity"),
+    ("get", "/communities/99999", None, 404, "99999"),
+    ("get", "/communities/abc", None, 422, "community"),
+    ("get", "/graph/neighbourhood/no-such-entity", None, 404, "no-such-entity"),
+    ("get", "/graph/neighbourhood/x?hops=9", None, 422, "hops"),
+    ("post", "/query/local", b'{"question": "unclosed', 422, "json"),
+    ("post", "/query/local", {"question": ""}, 422, "question"),
+    ("post", "/query/local", {"question": "q", "temperature": 2}, 422, "temperature"),
+    ("post", "/query/drift", {"question": "q"}, 422, "method"),
+    ("post", "/context/global", {"question": "q"}, 422, "method"),
+    ("post", "/query/local", {"question": "x" * (MAX_BODY_BYTES + 10)}, 413, "larger than"),
+]
+
+
+@pytest.mark.parametrize(("verb", "path", "body", "status", "said"), BAD_REQUESTS)
+def test_a_bad_request_gets_a_4xx_with_a_message(client, verb, path, body, status, said):
+    if isinstance(body, bytes):
+        response = client.post(path, content=body, headers={"content-type": "application/json"})
+    else:
+        response = getattr(client, verb)(path, **({"json": body} if body is not None else {}))
+    assert response.status_code == status, response.text
+    detail = response.json()["detail"]
+    assert said.lower() in str(detail).lower() and "Traceback" not in response.text
+
+
+def test_a_chunked_body_is_cut_off_at_the_limit_too(client):
+    def chunks():
+        yield b'{"question": "'
+        for _ in range(MAX_BODY_BYTES // 1000 + 2):
+            yield b"x" * 1000
+        yield b'"}'
+
+    response = client.post("/query/basic", content=chunks(), headers={"content-type": "application/json"})
+    assert response.status_code == 413 and "larger than" in response.json()["detail"]
+
+
+def test_an_api_key_is_checked_on_every_data_request(project):
+    with TestClient(create_app(IndexHolder(project, None, []), api_key="s3cret", watch=False)) as client:
+        assert client.get("/entities").status_code == 401
+        wrong = client.get("/entities", headers={"X-API-Key": "nope"})
+        assert wrong.status_code == 401 and "API key" in wrong.json()["detail"]
+        assert client.get("/entities", headers={"X-API-Key": "s3cret"}).status_code == 200
+        assert client.get("/entities", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+        assert client.post("/query/basic", json={"question": "q"}).status_code == 401
+        assert client.get("/health").status_code == 200  # no index data: load balancers need no key
+
+
+def test_binding_beyond_this_machine_needs_a_key():
+    check_binding("127.0.0.1", None)
+    check_binding("localhost", None)
+    with pytest.raises(ConfigError, match="--api-key"):
+        check_binding("0.0.0.0", None)
+    check_binding("0.0.0.0", "s3cret")
+
+
+def test_a_finished_index_run_is_swapped_in_whole(tmp_path):
+    root = index(make_project(tmp_path / "p", DOCUMENTS[:2]))
+    holder = IndexHolder(root, None, [])
+    with TestClient(create_app(holder, watch=False)) as client:
+        before = client.get("/stats").json()["index"]["rows"]["documents"]
+        old = holder.current
+        assert asyncio.run(holder.reload_if_changed()) is False  # nothing new
+        shutil.copy(DOCUMENTS[2], root / "input" / DOCUMENTS[2].name)
+        index(root)
+        assert old.engine.index.documents.shape[0] == before  # requests holding the old index still see it whole
+        assert asyncio.run(holder.reload_if_changed()) is True
+        assert client.get("/stats").json()["index"]["rows"]["documents"] == before + 1
+        assert client.get("/health").json()["reloads"] == 1
