@@ -134,6 +134,18 @@ class OutputLock:
         handle.flush()
         self._handle = handle
 
+    def held_by_another(self) -> bool:
+        """Whether a run holds the lock now (a reader's check: the lock is taken and given back at once)."""
+        if not self.path.is_file():
+            return False
+        with open(self.path, "a", encoding="utf-8") as handle:
+            try:
+                fcntl.flock(handle, fcntl.LOCK_EX | fcntl.LOCK_NB)
+            except BlockingIOError:
+                return True
+            fcntl.flock(handle, fcntl.LOCK_UN)
+        return False
+
     def release(self) -> None:
         if self._handle is not None:
             self._handle.close()  # closing releases the lock

@@ -12,6 +12,7 @@ missing or whose schema does not fit (vectors or not, another dimension) is recr
 from __future__ import annotations
 
 from dataclasses import dataclass
+from datetime import datetime, timedelta
 from pathlib import Path
 from typing import Any
 
@@ -109,6 +110,7 @@ def apply_update(db: Any, name: str, ids: list[str], texts: list[str], update: T
         write_table(db, name, added_ids, added_texts, vectors)
         return
     table = db.open_table(name)
+    keep_since = table.list_versions()[-1]["timestamp"]  # the version a running server may still be reading
     for start in range(0, len(update.remove), DELETE_CHUNK):
         quoted = ", ".join("'" + i.replace("'", "''") + "'" for i in update.remove[start:start + DELETE_CHUNK])
         table.delete(f"id IN ({quoted})")
@@ -127,7 +129,15 @@ def apply_update(db: Any, name: str, ids: list[str], texts: list[str], update: T
         # ones): afterwards num_unindexed_rows is 0 and a search of the index alone (fast_search) finds the
         # added text and not the deleted. Same tokenizer settings, no second index; on 300,000 rows it took
         # 0.9-2.2 s where re-creating the index took 3.0-3.9 s.
-        table.optimize()
+        table.optimize(cleanup_older_than=_cleanup_age(keep_since))
+
+
+def _cleanup_age(keep_since: datetime) -> timedelta:
+    """optimize() deletes the files of versions older than this (lance's default: 7 days). The version this
+    update started from stays: `graphrag-lite serve` searches it until it swaps in the updated index, however
+    old it is."""
+    now = datetime.now(keep_since.tzinfo)
+    return max(timedelta(days=7), now - keep_since + timedelta(hours=1))
 
 
 def read_manifest(output_dir: Path) -> dict[str, Any] | None:

@@ -112,7 +112,7 @@ def test_an_unknown_entity_is_a_tool_error_with_the_reason(served):
     assert "no entity 'Nobody Atall'" in message and "ask local_search" in message
 
 
-def call_in_process(rag: GraphRAG, tool: str, arguments: dict[str, Any]) -> Any:
+def call_in_process(rag: Any, tool: str, arguments: dict[str, Any]) -> Any:
     async def call() -> Any:
         async with Client(build_server(rag)) as client:
             return await client.call_tool(tool, arguments)
@@ -135,3 +135,21 @@ def test_a_failing_model_is_a_tool_error_and_the_server_goes_on(dulce):
     failed = call_in_process(rag, "basic_search", {"question": "Who is Taylor Cruz?"})
     assert failed.is_error and "auth" in text(failed).lower()
     assert "TAYLOR CRUZ" in text(call_in_process(rag, "get_entity", {"entity": "taylor cruz"}))
+
+
+def test_an_index_run_while_serving_is_picked_up_at_the_next_call(tmp_path):
+    """The served index is loaded whole and pinned; after an index run completes, the next call answers from
+    the new index (not a mix of the old tables and the new LanceDB rows)."""
+    from graphrag_lite.serve.mcp_server import ServedIndex
+
+    root = make_project(tmp_path / "p", [DATA / "unrelated-documents" / "botany.txt"])
+    CliRunner().invoke(app, ["index", "--root", str(root)], catch_exceptions=False)
+    served = ServedIndex((root, None, []))
+    served.load_now()
+    before = text(call_in_process(served, "basic_search", {"question": "Who kept the lighthouse?"}))
+    assert "Pengelly" not in before
+    (root / "input" / "lighthouse.txt").write_bytes((DATA / "unrelated-documents" / "lighthouse.txt").read_bytes())
+    CliRunner().invoke(app, ["index", "--root", str(root)], catch_exceptions=False)
+    after = call_in_process(served, "basic_search", {"question": "Who kept the Godrevy lighthouse?"})
+    assert not after.is_error and "Pengelly" in text(after)
+    assert served.holder is not None and served.holder.reloads == 1

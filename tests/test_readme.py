@@ -126,7 +126,7 @@ def test_the_serve_block_runs_against_a_served_index(tmp_path, cli):
     assert cli("index", "--root", str(root)).exit_code == 0
     requests = re.findall(r"curl -s localhost:8000(\S+) .*?-d '([^']*)'", block.replace("\\\n", " "), re.S)
     assert len(requests) == 2 and "graphrag-lite serve --root my-project" in block
-    with TestClient(create_app(IndexHolder(root, None, []), watch=False)) as client:
+    with TestClient(create_app(IndexHolder(root, None, []), watch=False), base_url="http://127.0.0.1") as client:
         for path, body in requests:
             response = client.post(path, json=json.loads(body))
             assert response.status_code == 200, response.text

@@ -19,6 +19,7 @@ from graphrag_lite.serve.holder import IndexHolder
 from tests.conftest import DATA, make_project
 
 DOCUMENTS = sorted((DATA / "unrelated-documents").glob("*.txt"))
+LOCAL = "http://127.0.0.1"
 
 
 def index(root):
@@ -34,7 +35,7 @@ def project(tmp_path_factory):
 
 @pytest.fixture(scope="module")
 def client(project):
-    with TestClient(create_app(IndexHolder(project, None, []), watch=False)) as client:
+    with TestClient(create_app(IndexHolder(project, None, []), watch=False), base_url=LOCAL) as client:
         yield client
 
 
@@ -136,6 +137,40 @@ def test_a_chunked_body_is_cut_off_at_the_limit_too(client):
     assert response.status_code == 413 and "larger than" in response.json()["detail"]
 
 
+def test_a_chunked_streamed_query_streams(client):
+    """The chunked body is read ahead; the streaming response then waits on the client as usual."""
+    body = json.dumps({"question": f"Who is {a_title(client)}?", "stream": True}).encode()
+
+    def chunks():
+        yield body[:10]
+        yield body[10:]
+
+    with client.stream("POST", "/query/local", content=chunks(), headers={"content-type": "application/json"}) as r:
+        assert r.status_code == 200
+        assert "event: result" in r.read().decode()
+
+
+def test_a_keyless_server_answers_only_to_this_machines_names(project):
+    with TestClient(create_app(IndexHolder(project, None, []), watch=False), base_url="http://evil.example") as other:
+        assert other.get("/health").status_code == 400  # DNS rebinding: a page's name pointed at 127.0.0.1
+    with TestClient(create_app(IndexHolder(project, None, []), watch=False), base_url="http://localhost:8000") as ok:
+        assert ok.get("/health").status_code == 200
+
+
+def test_stats_keep_one_entry_for_unmatched_paths(client):
+    for n in range(3):
+        client.get(f"/nope-{n}")
+        client.get(f"/static/missing-{n}.js")
+    routes = client.get("/stats").json()["requests"]
+    assert not any("nope" in r or "missing" in r for r in routes) and routes["GET unmatched"]["requests"] >= 6
+
+
+def test_a_whitespace_question_and_a_title_with_a_slash(client):
+    assert client.post("/query/local", json={"question": "   "}).status_code == 422
+    missing = client.get("/entities/AC/DC")
+    assert missing.status_code == 404 and "AC/DC" in missing.json()["detail"]
+
+
 def test_an_api_key_is_checked_on_every_data_request(project):
     with TestClient(create_app(IndexHolder(project, None, []), api_key="s3cret", watch=False)) as client:
         assert client.get("/entities").status_code == 401
@@ -145,6 +180,8 @@ def test_an_api_key_is_checked_on_every_data_request(project):
         assert client.get("/entities", headers={"Authorization": "Bearer s3cret"}).status_code == 200
         assert client.post("/query/basic", json={"question": "q"}).status_code == 401
         assert client.get("/health").status_code == 200  # no index data: load balancers need no key
+        assert client.get("/openapi.json").status_code == 200  # the routes, no data: a browser can read the docs
+        assert client.get("/entities", headers={"Authorization": "bearer s3cret"}).status_code == 200
 
 
 def test_binding_beyond_this_machine_needs_a_key():
@@ -158,7 +195,7 @@ def test_binding_beyond_this_machine_needs_a_key():
 def test_a_finished_index_run_is_swapped_in_whole(tmp_path):
     root = index(make_project(tmp_path / "p", DOCUMENTS[:2]))
     holder = IndexHolder(root, None, [])
-    with TestClient(create_app(holder, watch=False)) as client:
+    with TestClient(create_app(holder, watch=False), base_url=LOCAL) as client:
         before = client.get("/stats").json()["index"]["rows"]["documents"]
         old = holder.current
         assert asyncio.run(holder.reload_if_changed()) is False  # nothing new

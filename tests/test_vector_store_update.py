@@ -135,3 +135,14 @@ def test_a_re_index_embeds_only_the_new_texts_even_without_the_cache(tmp_path: P
     assert all(t["rebuilt"] for t in rebuilt["details"].values())  # another model: every vector is new
     assert json.loads((root / "output" / MANIFEST).read_text(encoding="utf-8"))["dimension"] == 64
     assert connect(manifest["db_uri"]).open_table("entity_description").schema.field("vector").type.list_size == 64
+
+
+def test_an_update_keeps_the_version_a_server_reads_however_old():
+    """optimize() deletes versions older than its cleanup age; the one the update started from (served by
+    `graphrag-lite serve` until it swaps) must stay, even when it was written months ago."""
+    from datetime import datetime, timedelta
+
+    from graphrag_lite.vector_store import _cleanup_age
+
+    assert _cleanup_age(datetime.now() - timedelta(hours=2)) == timedelta(days=7)
+    assert _cleanup_age(datetime.now() - timedelta(days=90)) > timedelta(days=90)

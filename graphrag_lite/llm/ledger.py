@@ -55,6 +55,7 @@ class Ledger:
     def __init__(self, max_cost_usd: float | None = None, max_tokens: int | None = None,
                  prior_spend: tuple[float, int] = (0.0, 0)) -> None:
         self.records: list[CallRecord] = []
+        self.keep_records = True  # False in a long-lived server: records go to the request's scope only
         self.max_cost_usd = max_cost_usd
         self.max_tokens = max_tokens
         self.prior_cost, self.prior_tokens = prior_spend  # earlier runs of the same index (budget.scope: index)
@@ -65,7 +66,8 @@ class Ledger:
         self._in_flight = 0  # calls holding a reservation
 
     def add(self, record: CallRecord) -> None:
-        self.records.append(record)
+        if self.keep_records:
+            self.records.append(record)
         if (scope := _REQUEST_CALLS.get()) is not None:
             scope.append(record)
         if not record.cache_hit:

@@ -45,7 +45,7 @@ from graphrag_lite.query.hops import HopRound, follow_up_query, hop_context, mer
 from graphrag_lite.query.index import IndexTables
 from graphrag_lite.query.local import LocalContext, build_local_context, name_matches
 from graphrag_lite.query.retrieval import by_keywords, by_vector, fuse, fuse_scores
-from graphrag_lite.tables import records
+from graphrag_lite.tables import plain_json, records
 from graphrag_lite.vector_store import check_embedding_model, connect, read_manifest
 
 DEFAULT_RESPONSE_TYPE = "Multiple Paragraphs"
@@ -81,10 +81,11 @@ class SearchResult:
         return resolve_citations(self.answer, self._index)
 
     def to_dict(self) -> dict[str, Any]:
-        return {"method": self.method, "question": self.question, "answer": self.answer,
+        """As JSON takes it: NaN (a failed report's rank) as null, numpy values unwrapped."""
+        return plain_json({"method": self.method, "question": self.question, "answer": self.answer,
                 "context": self.context, "citations": self.citations(), "usage": self.usage,
                 "problems": self.problems, "budgets": self.budgets, "sections": self.sections,
-                "rounds": self.rounds, "coverage": asdict(self.coverage) if self.coverage else None}
+                "rounds": self.rounds, "coverage": asdict(self.coverage) if self.coverage else None})
 
 
 class GraphRAG:

@@ -15,11 +15,15 @@ and a query process then need not import igraph (and the matplotlib it loads) at
 
 from __future__ import annotations
 
+import logging
+import math
 from collections.abc import Mapping
 from dataclasses import dataclass
 
 import numpy as np
 import pandas as pd
+
+LOG = logging.getLogger(__name__)
 
 
 @dataclass
@@ -42,7 +46,7 @@ class EntityUnitGraph:
                                           strict=True):
             if source in by_title and target in by_title and source != target:
                 edges.append((by_title[source], by_title[target]))
-                weights.append(max(float(weight), 1e-6))
+                weights.append(float(weight) if math.isfinite(float(weight)) and weight > 1e-6 else 1e-6)
         self.specificity: dict[str, float] = {}
         for eid, units in zip(entities["id"], entities["text_unit_ids"], strict=True):
             known = [u for u in units if u in position]
@@ -81,7 +85,8 @@ class _Transitions:
     dangling: np.ndarray  # nodes with no edge: their walkers restart
 
     def personalized_pagerank(self, reset: np.ndarray, damping: float, tolerance: float = 1e-9,
-                              max_iterations: int = 500) -> np.ndarray:
+                              max_iterations: int = 5000) -> np.ndarray:
+        """The change shrinks by about `damping` per iteration: 30 iterations at 0.5, 2,000 at 0.99."""
         scores = reset.copy()
         for _ in range(max_iterations):
             spread = np.bincount(self.targets, weights=self.shares * scores[self.sources], minlength=self.nodes)
@@ -90,6 +95,9 @@ class _Transitions:
             scores = following
             if change < tolerance:
                 break
+        else:
+            LOG.warning("the graph walk stopped after %d iterations at damping %.3f, %.1e from converged",
+                        max_iterations, damping, change)
         return scores / scores.sum()
 
 

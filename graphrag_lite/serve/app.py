@@ -29,7 +29,8 @@ from fastapi import Body, FastAPI, HTTPException, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field
+from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from graphrag_lite.errors import ConfigError, GraphragLiteError
@@ -43,13 +44,19 @@ from graphrag_lite.serve.holder import IndexHolder, LoadedIndex
 LOG = logging.getLogger("graphrag_lite.serve")
 STATIC = Path(__file__).with_name("static")
 MAX_BODY_BYTES = 64 * 1024
-PUBLIC = ("/", "/health", "/favicon.ico")  # no index data: reachable without the key (the page asks for it)
+# no index data: reachable without the key (the page asks for it; the API docs describe the routes only)
+PUBLIC = ("/", "/health", "/favicon.ico", "/docs", "/redoc", "/openapi.json", "/docs/oauth2-redirect")
+LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]", "::1"]
 LATENCIES_KEPT = 1000  # per route, for /stats
+
+
+# a question of whitespace only is refused before it costs a model call
+Question = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000)]
 
 
 class QueryRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    question: str = Field(min_length=1, max_length=4000, description="the question")
+    question: Question = Field(description="the question")
     response_type: str = Field("Multiple Paragraphs", max_length=200, description="length and format of the answer")
     community_level: int | None = Field(None, ge=0, le=20, description="community level of the reports used")
     no_model: bool = Field(False, description="call no model: the ranked evidence is the answer")
@@ -58,7 +65,7 @@ class QueryRequest(BaseModel):
 
 class ContextRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    question: str = Field(min_length=1, max_length=4000)
+    question: Question
     community_level: int | None = Field(None, ge=0, le=20)
     no_model: bool = Field(False, description="find entities and text units by keywords only (no embedding call)")
 
@@ -104,6 +111,8 @@ def create_app(holder: IndexHolder, api_key: str | None = None, watch: bool = Tr
     app.state.holder, app.state.stats = holder, QueryStats()
     _add_guards(app, api_key)
     app.add_middleware(BodyLimit)
+    if not api_key:  # a web page cannot reach a keyless server by a name it rebinds to 127.0.0.1
+        app.add_middleware(TrustedHostMiddleware, allowed_hosts=LOOPBACK_HOSTS)
     _add_error_handlers(app)
     _add_search_routes(app)
     _add_graph_routes(app)
@@ -115,13 +124,16 @@ def _add_guards(app: FastAPI, api_key: str | None) -> None:
     @app.middleware("http")
     async def guard(request: Request, call_next: Callable[[Request], Awaitable[Response]]) -> Response:
         started = time.perf_counter()
-        path = request.url.path
-        with request_scope():  # the usage a response reports is its own request's
-            response = await _guarded(request, call_next, api_key)
-        route = request.scope.get("route")
-        app.state.stats.add(f"{request.method} {getattr(route, 'path', path)}", time.perf_counter() - started,
-                            response.status_code)
-        return response
+        status = 500  # unless a response comes back: an exception passes on to the 500 handler
+        try:
+            with request_scope():  # the usage a response reports is its own request's
+                response = await _guarded(request, call_next, api_key)
+            status = response.status_code
+            return response
+        finally:
+            route = request.scope.get("route")  # unmatched paths share one entry: /stats cannot be inflated
+            app.state.stats.add(f"{request.method} {getattr(route, 'path', 'unmatched')}",
+                                time.perf_counter() - started, status)
 
 
 async def _guarded(request: Request, call_next: Callable[[Request], Awaitable[Response]],
@@ -160,14 +172,23 @@ class BodyLimit:
                 await _too_large()(scope, receive, send)
                 return
 
+        replayed = False
+
         async def replay() -> Message:
+            nonlocal replayed
+            if replayed:  # then what the client does next (a streaming response waits for a disconnect)
+                return await receive()
+            replayed = True
             return {"type": "http.request", "body": body, "more_body": False}
 
         await self.app(scope, replay, send)
 
 
 def _key_matches(request: Request, api_key: str) -> bool:
-    sent = request.headers.get("x-api-key") or request.headers.get("authorization", "").removeprefix("Bearer ")
+    sent = request.headers.get("x-api-key")
+    if sent is None:
+        scheme, _, token = request.headers.get("authorization", "").partition(" ")
+        sent = token if scheme.lower() == "bearer" else ""
     return hmac.compare_digest(sent.strip().encode(), api_key.encode())
 
 
@@ -230,7 +251,7 @@ def _add_search_routes(app: FastAPI) -> None:
 
 
 def _json(result: SearchResult) -> JSONResponse:
-    return JSONResponse(json.loads(json.dumps(result.to_dict(), default=str, ensure_ascii=False)))
+    return JSONResponse(result.to_dict())
 
 
 async def _events(search: Search, question: str,
@@ -240,16 +261,23 @@ async def _events(search: Search, question: str,
     pieces: asyncio.Queue[str | None] = asyncio.Queue()
     task = asyncio.create_task(search(question, on_piece=pieces.put_nowait, **options))
     task.add_done_callback(lambda _: pieces.put_nowait(None))
-    while (piece := await pieces.get()) is not None:
-        yield f"event: piece\ndata: {json.dumps(piece, ensure_ascii=False)}\n\n"
     try:
-        result = task.result()
-    except Exception as err:  # the stream has begun: the failure can only be told as an event
-        if not isinstance(err, GraphragLiteError):
-            LOG.exception("streamed search failed")
-        yield f"event: error\ndata: {json.dumps({'detail': str(err)}, ensure_ascii=False)}\n\n"
-        return
-    yield f"event: result\ndata: {json.dumps(result.to_dict(), default=str, ensure_ascii=False)}\n\n"
+        while (piece := await pieces.get()) is not None:
+            yield _event("piece", piece)
+        try:
+            result = task.result()
+        except Exception as err:  # the stream has begun: the failure can only be told as an event
+            if not isinstance(err, GraphragLiteError):
+                LOG.exception("streamed search failed")
+            yield _event("error", {"detail": str(err)})
+            return
+        yield _event("result", result.to_dict())
+    finally:
+        task.cancel()  # a client that went away stops its search: no more model calls paid for it
+
+
+def _event(kind: str, data: Any) -> str:
+    return f"event: {kind}\ndata: {json.dumps(data, ensure_ascii=False, allow_nan=False)}\n\n"
 
 
 def _add_graph_routes(app: FastAPI) -> None:
@@ -261,7 +289,7 @@ def _add_graph_routes(app: FastAPI) -> None:
                        limit: Annotated[int, Query(ge=1, le=200)] = 20) -> dict[str, Any]:
         return {"entities": browse.find_entities(index(request), q, limit)}
 
-    @app.get("/entities/{key}", summary="An entity (id, short id or title) with its relationships, claims, "
+    @app.get("/entities/{key:path}", summary="An entity (id, short id or title) with its relationships, claims, "
                                          "communities and text units")
     async def entity(key: str, request: Request) -> dict[str, Any]:
         return browse.entity_detail(index(request), key)
@@ -270,7 +298,7 @@ def _add_graph_routes(app: FastAPI) -> None:
     async def community(community: int, request: Request) -> dict[str, Any]:
         return browse.community_detail(index(request), community)
 
-    @app.get("/graph/neighbourhood/{key}", summary="The entities within N hops of one, and their relationships")
+    @app.get("/graph/neighbourhood/{key:path}", summary="The entities within N hops of one, and their relationships")
     async def neighbourhood(key: str, request: Request, hops: Annotated[int, Query(ge=1, le=3)] = 1,
                             limit: Annotated[int, Query(ge=1, le=1000)] = 150) -> dict[str, Any]:
         return browse.neighbourhood(index(request), key, hops, limit)

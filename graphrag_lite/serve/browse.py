@@ -10,22 +10,20 @@ of 10,000 entities takes milliseconds.
 from __future__ import annotations
 
 import heapq
-import math
 import threading
 import unicodedata
 import weakref
 from collections import defaultdict
 from collections.abc import Sequence
-from datetime import date, datetime
 from functools import cached_property
 from typing import Any
 from urllib.parse import quote
 
-import numpy as np
 import pandas as pd
 
 from graphrag_lite.errors import MissingIndex
 from graphrag_lite.query.index import IndexTables
+from graphrag_lite.tables import plain_json
 
 SNIPPET_CHARS = 300  # a description in a list of matches: enough to tell two entities apart
 MAX_HOPS = 3  # beyond three hops a neighbourhood is most of a connected graph, not a neighbourhood
@@ -92,7 +90,7 @@ def entity_detail(index: IndexTables, key: str) -> dict[str, Any]:
     about it, the communities it is in (one per level) and the text units it was extracted from."""
     lookups = _lookups(index)
     position = _position(lookups, key)
-    entity = {str(k): _json(v) for k, v in index.entities.iloc[position].items()}
+    entity = {str(k): plain_json(v) for k, v in index.entities.iloc[position].items()}
     entity_id = lookups.ids[position]
     return {**entity, "community": lookups.deepest(entity_id),
             "relationships": _relationships_of(lookups, entity_id),
@@ -110,7 +108,7 @@ def community_detail(index: IndexTables, community: int) -> dict[str, Any]:
         numbers = sorted(lookups.community_position)
         known = f"communities are numbered {numbers[0]} to {numbers[-1]}" if numbers else "the index has none"
         raise NotFound(f"no community {community}; {known}")
-    row = {str(k): _json(v) for k, v in index.communities.iloc[position].items()}
+    row = {str(k): plain_json(v) for k, v in index.communities.iloc[position].items()}
     report = lookups.report(int(community))
     members = [lookups.entity_position[e] for e in row.get("entity_ids") or [] if e in lookups.entity_position]
     members.sort(key=lambda p: (-lookups.degrees[p], lookups.titles[p]))
@@ -326,7 +324,7 @@ class _Lookups:
             return {}
         columns = [c for c in ("title", "summary", "rank", "findings", "full_content") if c in frame.columns]
         rows = frame[["community", *columns]].to_dict("records")
-        return {int(row["community"]): {c: _json(row[c]) for c in columns} for row in rows}
+        return {int(row["community"]): {c: plain_json(row[c]) for c in columns} for row in rows}
 
     def report(self, community: int) -> dict[str, Any] | None:
         return self._reports.get(community)
@@ -338,7 +336,7 @@ class _Lookups:
         columns = [c for c in CLAIM_COLUMNS if c in frame.columns]
         found: defaultdict[str, list[dict[str, Any]]] = defaultdict(list)
         for row in frame[columns].to_dict("records"):
-            claim = {c: _json(row[c]) for c in columns}
+            claim = {c: plain_json(row[c]) for c in columns}
             if isinstance(claim.get("human_readable_id"), float):  # an empty table reads its ids as floats
                 claim["human_readable_id"] = int(claim["human_readable_id"])
             found[str(claim.get("subject_id"))].append(claim)
@@ -402,7 +400,7 @@ def _communities_of(lookups: _Lookups, entity_id: str) -> list[dict[str, Any]]:
         report = lookups.report(community)
         row = lookups.index.communities.iloc[lookups.community_position[community]]
         found.append({"community": community, "level": level,
-                      "title": (report or {}).get("title") or _json(row.get("title")),
+                      "title": (report or {}).get("title") or plain_json(row.get("title")),
                       "has_report": report is not None})
     return found
 
@@ -456,24 +454,4 @@ def _column(frame: pd.DataFrame, name: str) -> list[Any]:
     """A column as JSON-ready values (all None when the table lacks it)."""
     if name not in frame.columns:
         return [None] * len(frame)
-    return [_json(v) for v in frame[name].tolist()]
-
-
-def _json(value: Any) -> Any:
-    """A value from a table as plain JSON: numpy scalars and arrays unwrapped, NaN and NA as None, dates
-    in ISO form, anything else as its text."""
-    if isinstance(value, dict):
-        return {str(k): _json(v) for k, v in value.items()}
-    if isinstance(value, list | tuple | np.ndarray):
-        return [_json(v) for v in value]
-    if isinstance(value, np.generic):
-        value = value.item()
-    if value is None or value is pd.NA or value is pd.NaT:
-        return None
-    if isinstance(value, float):
-        return value if math.isfinite(value) else None
-    if isinstance(value, str | bool | int):
-        return value
-    if isinstance(value, datetime | date):
-        return value.isoformat()
-    return str(value)
+    return [plain_json(v) for v in frame[name].tolist()]

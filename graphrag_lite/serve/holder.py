@@ -11,15 +11,17 @@ from __future__ import annotations
 
 import asyncio
 import logging
+import sys
 import time
 from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
 from graphrag_lite.config import GraphRagConfig, no_model_overrides
-from graphrag_lite.errors import MissingIndex
+from graphrag_lite.errors import GraphragLiteError
 from graphrag_lite.query.engine import GraphRAG
 from graphrag_lite.serve import browse
+from graphrag_lite.storage import OutputLock
 
 LOG = logging.getLogger("graphrag_lite.serve")
 METHODS = ("local", "global", "basic")
@@ -49,7 +51,7 @@ class PinnedDatabase:
 class LoadedIndex:
     config: GraphRagConfig
     engines: dict[tuple[str, bool], GraphRAG]  # (method, no_model) -> engine
-    stamp: tuple[int, int]  # stats.json's mtime and size when loaded
+    stamp: tuple[tuple[int, int], ...]  # index_stamp when loaded
     loaded_at: float = field(default_factory=time.time)
 
     @property
@@ -57,18 +59,27 @@ class LoadedIndex:
         return self.engines[("local", False)]
 
 
-def stats_stamp(output_dir: Path) -> tuple[int, int]:
-    path = output_dir / "stats.json"
-    if not path.is_file():
-        return (0, 0)
-    found = path.stat()
-    return (found.st_mtime_ns, found.st_size)
+def index_stamp(output_dir: Path) -> tuple[tuple[int, int], ...]:
+    """What changes when an index run writes: stats.json (at its end) and pipeline_state.json (per stage)."""
+    found = []
+    for name in ("stats.json", "pipeline_state.json"):
+        path = output_dir / name
+        found.append((path.stat().st_mtime_ns, path.stat().st_size) if path.is_file() else (0, 0))
+    return tuple(found)
+
+
+def run_in_progress(output_dir: Path) -> bool:
+    return OutputLock(output_dir).held_by_another()
 
 
 def load_index(root: Path, config: Path | None, overrides: list[str]) -> LoadedIndex:
-    """Every table read, LanceDB pinned, engines made: the slow part happens here, not in a request."""
+    """Every table read, LanceDB pinned, engines made: the slow part happens here, not in a request.
+    IndexChanging when an index run was writing meanwhile (the tables read may be of two runs)."""
     base = GraphRAG.from_config(root, config, overrides)
-    stamp = stats_stamp(base.config.output.base_dir)
+    output = base.config.output.base_dir
+    stamp = index_stamp(output)
+    if run_in_progress(output):
+        raise IndexChanging(f"an index run is writing to {output}")
     for name in TABLES:
         getattr(base.index, name)
     base.index.normalized_titles  # noqa: B018 - built once here rather than in the first question
@@ -81,11 +92,16 @@ def load_index(root: Path, config: Path | None, overrides: list[str]) -> LoadedI
             nulls = no_model_overrides(method) if no_model else []
             engine = base.with_config(GraphRAG.from_config(root, config, [*overrides, *nulls]).config)
             engine._database = database  # the pinned tables, shared (a cached_property, set here)
+            engine._manifest = base._manifest  # read once: a later run may re-embed with another model
             engines[(method, no_model)] = engine
-    searches = (base.config.local_search, base.config.global_search, base.config.basic_search)
-    if any(search.chat_model_id for search in searches):
-        base.gateway  # noqa: B018 - LiteLLM imported and models checked now, not in the first question
+    base.gateway.ledger.keep_records = False  # a server's calls are counted per request, not kept forever
+    if run_in_progress(output) or index_stamp(output) != stamp:
+        raise IndexChanging(f"an index run wrote to {output} while it was being loaded")
     return LoadedIndex(base.config, engines, stamp)
+
+
+class IndexChanging(GraphragLiteError):
+    """An index run is writing the output folder: load it once the run has completed."""
 
 
 class IndexHolder:
@@ -93,27 +109,47 @@ class IndexHolder:
 
     def __init__(self, root: Path, config: Path | None, overrides: list[str]) -> None:
         self.args = (root, config, overrides)
-        self.current = load_index(root, config, overrides)
+        self.current = self._first_load()
         self.reloads = 0
         self.reload_problem: str | None = None
+        self._failed_stamp: tuple[tuple[int, int], ...] | None = None
+
+    def _first_load(self) -> LoadedIndex:
+        """Wait for a run in progress to finish: serving half of a new index would answer wrongly."""
+        said = False
+        while True:
+            try:
+                return load_index(*self.args)
+            except IndexChanging as err:
+                if not said:
+                    sys.stderr.write(f"{err}: waiting for the run to finish before serving\n")
+                    said = True
+                time.sleep(CHECK_EVERY_S)
 
     async def watch(self) -> None:
         while True:
             await asyncio.sleep(CHECK_EVERY_S)
-            await self.reload_if_changed()
+            try:
+                await self.reload_if_changed()
+            except Exception as err:  # the watch must outlive any one failed load
+                self.reload_problem = f"reloading the index failed, still answering from the old: {err}"
+                LOG.exception("reloading the index failed")
 
     async def reload_if_changed(self) -> bool:
-        """Load and swap in the index when stats.json says a run completed since the last load."""
+        """Load and swap in the index when a run has completed since the last load (stats.json says so, and
+        no run is writing); a load that fails is tried again when the index changes again."""
         output = self.current.config.output.base_dir
-        stamp = stats_stamp(output)
-        if stamp == self.current.stamp or not _completed(output):
+        stamp = index_stamp(output)
+        if stamp in (self.current.stamp, self._failed_stamp) or not _completed(output) or run_in_progress(output):
             return False
         try:
             fresh = await asyncio.to_thread(load_index, *self.args)
-        except (MissingIndex, OSError, ValueError) as err:  # a run that left no usable index: keep the old one
+        except IndexChanging:
+            return False  # a run began meanwhile: next time
+        except Exception as err:  # a run that left no usable index: keep answering from the old one
             self.reload_problem = f"the index changed but could not be loaded, still answering from the old: {err}"
             LOG.warning(self.reload_problem)
-            self.current.stamp = stamp
+            self._failed_stamp = stamp
             return False
         self.current, self.reload_problem = fresh, None
         self.reloads += 1

@@ -9,6 +9,7 @@ goes to stdout: the SDK's stdio transport moves every other write on stdout to s
 
 from __future__ import annotations
 
+import asyncio
 import functools
 import importlib
 import logging
@@ -26,6 +27,7 @@ from graphrag_lite.errors import GraphragLiteError, MissingIndex
 from graphrag_lite.query.citations import KINDS
 from graphrag_lite.query.engine import DEFAULT_RESPONSE_TYPE, GraphRAG, SearchResult
 from graphrag_lite.serve import browse
+from graphrag_lite.serve.holder import IndexHolder
 
 logger = logging.getLogger(__name__)
 P = ParamSpec("P")
@@ -54,23 +56,39 @@ INSTRUCTIONS = ("Tools over a GraphRAG knowledge-graph index of a document colle
 
 def run_stdio(root: Path, config: Path | None, overrides: list[str]) -> None:
     """Serve the index of the project in `root` over stdio until the client closes the connection. The
-    settings are read now (a settings error stops here, with its message); the tables load before the
-    first request, and a missing index is reported by each tool call, so a client shows why."""
-    rag = GraphRAG.from_config(root, config, overrides)
-    server = build_server(rag)
-    warm(rag)
+    settings are read now (a settings error stops here, with its message); the index is loaded whole, as
+    `graphrag-lite serve` loads it, and swapped for the new one when an index run has completed since the
+    last call; a missing index is reported by each tool call, so a client shows why."""
+    GraphRAG.from_config(root, config, overrides)  # a settings error stops here
+    served = ServedIndex((root, config, overrides))
     # not a daemon: a client that disconnects at once must not end the process while the import holds
     # import locks (finalizing the interpreter then can hang); the exit waits for the import instead
     threading.Thread(target=_import_search_libraries, name="graphrag-lite-warm-up").start()
+    server = build_server(served)
+    served.load_now()
     server.run("stdio")
 
 
-def warm(rag: GraphRAG) -> None:
-    """Load the tables and the look-ups now, so the first call is as quick as the rest."""
-    try:
-        browse.warm(rag.index)
-    except MissingIndex as err:
-        logger.warning("%s (every tool call will say so until the index is built)", err)
+class ServedIndex:
+    """The index the tools answer from: loaded whole (LanceDB pinned) by an IndexHolder, once there is an
+    index, and reloaded before a call when an index run has completed since."""
+
+    def __init__(self, args: tuple[Path, Path | None, list[str]]) -> None:
+        self.args = args
+        self.holder: IndexHolder | None = None
+
+    def load_now(self) -> None:
+        try:
+            self.holder = IndexHolder(*self.args)
+        except MissingIndex as err:
+            logger.warning("%s (every tool call will say so until the index is built)", err)
+
+    async def engine(self) -> GraphRAG:
+        if self.holder is None:
+            self.holder = await asyncio.to_thread(IndexHolder, *self.args)  # MissingIndex: the tool says so
+        else:
+            await self.holder.reload_if_changed()
+        return self.holder.current.engine
 
 
 def _import_search_libraries() -> None:
@@ -83,8 +101,12 @@ def _import_search_libraries() -> None:
             logger.debug("importing %s failed", name, exc_info=True)
 
 
-def build_server(rag: GraphRAG) -> MCPServer:
-    """An MCP server whose tools answer from `rag` (one engine for every call)."""
+def build_server(source: GraphRAG | ServedIndex) -> MCPServer:
+    """An MCP server whose tools answer from `source`: one engine, or the served index's current one."""
+
+    async def engine() -> GraphRAG:
+        return source if isinstance(source, GraphRAG) else await source.engine()
+
     server: MCPServer = MCPServer("graphrag-lite", instructions=INSTRUCTIONS, version=__version__,
                                   log_level="WARNING")
 
@@ -94,6 +116,7 @@ def build_server(rag: GraphRAG) -> MCPServer:
                            community_level: CommunityLevel = 2) -> str:
         """Answer a question about specific entities from the knowledge graph: the entities it names, their
         relationships, claims, community reports and source text. Returns the answer, then its sources."""
+        rag = await engine()
         result = await rag.alocal_search(question, response_type=response_type, community_level=community_level)
         return search_text(result)
 
@@ -103,6 +126,7 @@ def build_server(rag: GraphRAG) -> MCPServer:
                             community_level: CommunityLevel = 2) -> str:
         """Answer a question about the whole collection (main themes, overall summary) by map-reduce over
         the community reports of a level. Returns the answer, then the reports it cites."""
+        rag = await engine()
         result = await rag.aglobal_search(question, response_type=response_type, community_level=community_level)
         return search_text(result)
 
@@ -111,21 +135,21 @@ def build_server(rag: GraphRAG) -> MCPServer:
     async def basic_search(question: Question, response_type: ResponseType = DEFAULT_RESPONSE_TYPE) -> str:
         """Answer a question from the text chunks most similar to it (plain retrieval, no graph). Returns
         the answer, then the chunks it cites."""
-        return search_text(await rag.abasic_search(question, response_type=response_type))
+        return search_text(await (await engine()).abasic_search(question, response_type=response_type))
 
     @server.tool(structured_output=False)
     @_reported
     async def get_entity(entity: EntityKey) -> str:
         """An entity of the graph: its description, relationships (strongest first), claims, communities
         and the documents it comes from."""
-        return entity_text(browse.entity_detail(rag.index, entity))
+        return entity_text(browse.entity_detail((await engine()).index, entity))
 
     @server.tool(structured_output=False)
     @_reported
     async def neighbourhood(entity: EntityKey, hops: Hops = 1, limit: Limit = 50) -> str:
         """The entities within `hops` relationships of an entity (nearest, then best connected, first)
         and the relationships between them."""
-        return neighbourhood_text(browse.neighbourhood(rag.index, entity, hops=hops, limit=limit), hops)
+        return neighbourhood_text(browse.neighbourhood((await engine()).index, entity, hops=hops, limit=limit), hops)
 
     return server
 
