@@ -632,9 +632,9 @@ class Gateway:
         return {"cache_control_injection_points": ANTHROPIC_CACHE_POINTS} if marks_prompt_cache(model.model) else {}
 
     def _cost(self, response: Any) -> float | None:
-        known = (getattr(response, "_hidden_params", None) or {}).get("response_cost")
-        if known is not None:  # LiteLLM already priced it while logging the call
-            return float(known)
+        hidden = getattr(response, "_hidden_params", None) or {}
+        if "response_cost" in hidden:  # LiteLLM priced it while logging the call (None: it has no price)
+            return None if hidden["response_cost"] is None else float(hidden["response_cost"])
         try:
             return float(self._litellm.completion_cost(completion_response=response))
         except Exception:  # not in the price map (local and fake models)
