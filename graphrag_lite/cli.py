@@ -56,13 +56,13 @@ def _guarded(verbose: bool, action: Callable[[], T]) -> T:
     except GraphragLiteError as err:
         if verbose:
             errors.print(traceback.format_exc(), markup=False, highlight=False)
-        errors.print(f"[red]error:[/red] {err}", highlight=False)
+        errors.print(f"[red]error:[/red] {escape(str(err))}", highlight=False)  # "[serve]" is no markup
         raise typer.Exit(err.exit_code) from None
     except Exception as err:  # an unexpected failure still gets one clear line
         if verbose:
             errors.print(traceback.format_exc(), markup=False, highlight=False)
-        errors.print(f"[red]error:[/red] {type(err).__name__}: {err} (run with --verbose for the traceback)",
-                     highlight=False)
+        errors.print(f"[red]error:[/red] {type(err).__name__}: {escape(str(err))} (run with --verbose for the "
+                     "traceback)", highlight=False)
         raise typer.Exit(1) from None
 
 

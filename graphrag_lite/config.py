@@ -46,7 +46,7 @@ class ModelConfig(Section):
     """One model, chat or embedding, addressed by any LiteLLM model string."""
 
     model: str = Field(description="LiteLLM model string, e.g. openai/gpt-4o-mini, azure/my-deployment, "
-                       "ollama/llama3, or fake/default (the offline fake provider)")
+                       "ollama/llama3, or the offline fake provider: fake/default (chat), fake/embedding")
     api_key: SecretStr | None = Field(None, description="API key; use ${VAR} to read it from the environment "
                                       "or .env. Unset: the provider's usual environment variable")
     api_base: str | None = Field(None, description="base URL, e.g. for Azure or an OpenAI-compatible server")

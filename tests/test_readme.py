@@ -132,4 +132,4 @@ def test_the_serve_block_runs_against_a_served_index(tmp_path, cli):
             assert response.status_code == 200, response.text
     [config] = fenced("json")
     server = json.loads(config)["mcpServers"]["my-project"]
-    assert server["command"] == "graphrag-lite" and cli(server["args"][0], "--help").exit_code == 0
+    assert server["command"].endswith("/bin/graphrag-lite") and cli(server["args"][0], "--help").exit_code == 0

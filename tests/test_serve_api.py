@@ -106,9 +106,11 @@ BAD_REQUESTS = [
     ("get", "/communities/abc", None, 422, "community"),
     ("get", "/graph/neighbourhood/no-such-entity", None, 404, "no-such-entity"),
     ("get", "/graph/neighbourhood/x?hops=9", None, 422, "hops"),
-    ("post", "/query/local", b'{"question": "unclosed', 422, "json"),
+    ("post", "/query/local", b'{"question": "unclosed', 422, "not valid JSON"),
     ("post", "/query/local", {"question": ""}, 422, "question"),
     ("post", "/query/local", {"question": "q", "temperature": 2}, 422, "temperature"),
+    ("post", "/query/local", {"question": "q", "stream": "yes"}, 422, "stream"),
+    ("post", "/query/local", ["q"], 422, "JSON object"),
     ("post", "/query/drift", {"question": "q"}, 422, "method"),
     ("post", "/context/global", {"question": "q"}, 422, "method"),
     ("post", "/query/local", {"question": "x" * (MAX_BODY_BYTES + 10)}, 413, "larger than"),
@@ -205,3 +207,32 @@ def test_a_finished_index_run_is_swapped_in_whole(tmp_path):
         assert asyncio.run(holder.reload_if_changed()) is True
         assert client.get("/stats").json()["index"]["rows"]["documents"] == before + 1
         assert client.get("/health").json()["reloads"] == 1
+
+
+def test_a_model_that_fails_every_call_is_a_502_not_an_empty_answer(project):
+    failing = ["models.default_chat_model.model=fake/default?server_error=1", "models.default_chat_model.max_retries=0"]
+    with TestClient(create_app(IndexHolder(project, None, failing), watch=False), base_url=LOCAL) as client:
+        for method in ("global", "local"):  # global: every map call failed, which is not "nothing relevant"
+            response = client.post(f"/query/{method}", json={"question": "What happened?"})
+            assert response.status_code == 502 and "failed" in response.json()["detail"], response.text
+
+
+def test_a_port_in_use_is_said_before_the_index_loads():
+    import socket
+
+    from graphrag_lite.serve.app import check_port
+
+    with socket.socket() as taken:
+        taken.bind(("127.0.0.1", 0))
+        taken.listen()
+        with pytest.raises(ConfigError, match="another --port"):
+            check_port("127.0.0.1", taken.getsockname()[1])
+
+
+def test_without_the_serve_extra_the_install_command_is_shown_whole(project, monkeypatch):
+    import importlib.util
+
+    real = importlib.util.find_spec
+    monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "fastapi" else real(name, *a))
+    result = CliRunner().invoke(cli_app, ["serve", "--root", str(project)])
+    assert result.exit_code == 2 and "pip install 'graphrag-lite[serve]'" in result.output

@@ -281,7 +281,8 @@ class GraphRAG:
                             {"map": cfg.max_context_tokens, "reduce": cfg.data_max_tokens}, coverage, self.index)
 
     async def _map(self, question: str, batches: list[ContextTable], problems: list[str]) -> list[Point]:
-        """One map call per batch of reports; a failed call is named in `problems` and gives no points."""
+        """One map call per batch of reports; a failed call is named in `problems` and gives no points; when
+        every call failed, LLMCallError."""
         cfg = self.config.global_search
         map_prompt = fill(section_prompt(cfg, "map_prompt", required=("context_data",)), max_length=cfg.map_max_length)
         chat_model_id = cfg.chat_model_id
@@ -299,7 +300,12 @@ class GraphRAG:
                 return []
             return result.value.points
 
-        return [p for found in await gather_all(map_one(b) for b in batches) for p in found]
+        failed_before = len(problems)
+        found = await gather_all(map_one(b) for b in batches)
+        if batches and len(problems) - failed_before == len(batches):  # not "nothing relevant": nothing read
+            raise LLMCallError(f"every map call of global search failed ({len(batches)}); the first: "
+                               f"{problems[failed_before]}")
+        return [p for points in found for p in points]
 
     async def _select_dynamically(self, question: str, problems: list[str]) -> tuple[ReportSelection, int]:
         cfg = self.config.global_search

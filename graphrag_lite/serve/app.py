@@ -18,6 +18,7 @@ import hmac
 import ipaddress
 import json
 import logging
+import socket
 import sys
 import time
 from collections import defaultdict, deque
@@ -29,7 +30,7 @@ from fastapi import Body, FastAPI, HTTPException, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field, StringConstraints
+from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
@@ -59,15 +60,17 @@ class QueryRequest(BaseModel):
     question: Question = Field(description="the question")
     response_type: str = Field("Multiple Paragraphs", max_length=200, description="length and format of the answer")
     community_level: int | None = Field(None, ge=0, le=20, description="community level of the reports used")
-    no_model: bool = Field(False, description="call no model: the ranked evidence is the answer")
-    stream: bool = Field(False, description="the answer as server-sent events (`piece` events, then `result`)")
+    no_model: StrictBool = Field(False, description="call no model: the ranked evidence is the answer")
+    stream: StrictBool = Field(False, description="the answer as server-sent events (`piece` events, then "
+                               "`result`, or `error`)")
 
 
 class ContextRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     question: Question
     community_level: int | None = Field(None, ge=0, le=20)
-    no_model: bool = Field(False, description="find entities and text units by keywords only (no embedding call)")
+    no_model: StrictBool = Field(False, description="find entities and text units by keywords only (no embedding "
+                                 "call)")
 
 
 class QueryStats:
@@ -199,8 +202,8 @@ def _add_error_handlers(app: FastAPI) -> None:
 
     @app.exception_handler(RequestValidationError)
     async def invalid(_: Request, err: RequestValidationError) -> JSONResponse:
-        problems = [f"{'.'.join(str(p) for p in e.get('loc', ()))}: {e.get('msg')}" for e in err.errors()]
-        return JSONResponse({"detail": "; ".join(problems) or "invalid request"}, status_code=422)
+        return JSONResponse({"detail": "; ".join(_problem(e) for e in err.errors()) or "invalid request"},
+                            status_code=422)
 
     @app.exception_handler(LLMCallError)
     async def model_failed(_: Request, err: LLMCallError) -> JSONResponse:
@@ -215,6 +218,18 @@ def _add_error_handlers(app: FastAPI) -> None:
         LOG.exception("%s %s failed", request.method, request.url.path)
         return JSONResponse({"detail": f"internal error ({type(err).__name__}: {err}); the server log has the "
                                        "details"}, status_code=500)
+
+
+def _problem(error: Any) -> str:
+    """One validation error as a reader fixes it."""
+    where = ".".join(str(p) for p in error.get("loc", ()))
+    if error.get("type") == "json_invalid":
+        return (f"the body is not valid JSON (at character {where.rpartition('.')[2]}): "
+                f"{error.get('ctx', {}).get('error', '')}".rstrip(": "))
+    if error.get("loc") == ("body",):
+        return ('the body must be a JSON object such as {"question": "..."}, sent with '
+                "Content-Type: application/json")
+    return f"{where}: {error.get('msg')}"
 
 
 Method = Literal["local", "global", "basic"]
@@ -320,7 +335,8 @@ def _add_page_routes(app: FastAPI) -> None:
                   ("documents", "text_units", "entities", "relationships", "communities", "reports")}
         run = last_run(loaded.config.output.base_dir)
         return {"index": {"output": str(loaded.config.output.base_dir), "rows": tables,
-                          "last_run": {k: run.get(k) for k in ("status", "pipeline", "finished_at", "wall_s")},
+                          "last_run": {k: run.get(k) for k in ("status", "pipeline", "started", "finished",
+                                                               "wall_s")},
                           "loaded_at": loaded.loaded_at, "reloads": holder.reloads,
                           "reload_problem": holder.reload_problem},
                 "requests": request.app.state.stats.summary()}
@@ -348,13 +364,28 @@ def check_binding(host: str, api_key: str | None) -> None:
                           "or GRAPHRAG_LITE_API_KEY (clients send it as X-API-Key), or bind to 127.0.0.1")
 
 
+def check_port(host: str, port: int) -> None:
+    """Before the index is loaded: a port in use is a setting to change, said at once."""
+    family = socket.AF_INET6 if ":" in host else socket.AF_INET
+    with socket.socket(family) as probe:
+        probe.setsockopt(socket.SOL_SOCKET, socket.SO_REUSEADDR, 1)  # as uvicorn binds
+        try:
+            probe.bind((host, port))
+        except OSError as err:
+            raise ConfigError(f"cannot listen on {host}:{port} ({err.strerror}); choose another --port, or stop "
+                              "what uses it") from None
+
+
 def run_server(root: Path, config: Path | None, overrides: list[str], host: str = "127.0.0.1", port: int = 8000,
                api_key: str | None = None) -> None:
     import uvicorn
 
     check_binding(host, api_key)
+    check_port(host, port)
     started = time.perf_counter()
     holder = IndexHolder(root, config, overrides)
+    where = f"[{host}]" if ":" in host else host
     sys.stderr.write(f"index in {holder.current.config.output.base_dir} loaded in {time.perf_counter() - started:.1f} "
-                     f"s; serving on http://{host}:{port} (explorer at /, API docs at /docs)\n")
+                     f"s; serving on http://{where}:{port} (explorer at /, API docs at /docs"
+                     f"{', every data request needs the API key' if api_key else ''})\n")
     uvicorn.run(create_app(holder, api_key), host=host, port=port, log_level="warning")
