@@ -55,6 +55,7 @@ if TYPE_CHECKING:
 
 STATE_FILE = "pipeline_state.json"
 STATS_FILE = "stats.json"
+EFFECTIVE_SETTINGS_FILE = "settings.effective.yaml"
 T = TypeVar("T")
 
 
@@ -201,6 +202,19 @@ def configure(root: Path, config_file: Path | None = None, overrides: Overrides 
     cfg = load_config(root, config_file, overrides, pipeline_settings=pipeline.settings or None,
                       overrides_from=overrides_from)
     return cfg, pipeline
+
+
+def write_effective_settings(config: GraphRagConfig, pipeline: Pipeline, output_dir: Path) -> None:
+    """The settings a run uses, every value resolved (the settings file, the pipeline's settings, --set), beside
+    the index: what built it, to compare runs or to build it again. API keys are written as asterisks."""
+    import yaml
+
+    values = config.model_dump(mode="json", exclude={"root_dir"})
+    header = (f"# The settings of the last index run in this folder ({time.strftime('%Y-%m-%d %H:%M:%S')}, pipeline "
+              f"{pipeline.name}): {config.root_dir / 'settings.yaml'} under the pipeline's settings, under --set.\n"
+              "# API keys are hidden. Usable as a settings file once the keys are put back (${VAR}).\n")
+    text = header + yaml.safe_dump(values, sort_keys=False, allow_unicode=True)
+    (output_dir / EFFECTIVE_SETTINGS_FILE).write_text(text, encoding="utf-8")
 
 
 def read_state(output_dir: Path) -> dict[str, Any]:
@@ -462,6 +476,7 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
         current = read_state(store.base_dir)
         if current != state:  # another run finished in between: judge again by what it left
             state, reusable = current, reusable_prefix(pipeline, config, store, current, rerun_from)
+        write_effective_settings(config, pipeline, store.base_dir)
         return _run_locked(config, pipeline, console, store, state, (rerun_from, reusable), use_cache)
     finally:
         lock.release()

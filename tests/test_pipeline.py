@@ -166,3 +166,23 @@ def test_reusable_stages_are_checked_once_per_run(project, monkeypatch):
     summary, _ = index(project, "chunking.size=50")  # load_documents reusable, chunk_text re-runs
     assert statuses(summary) == {"load_documents": "unchanged, reused", "chunk_text": "ran"}
     assert seen.count("input_documents") == 1  # hashed when the run was planned, not again when it ran
+
+
+def test_every_run_writes_its_effective_settings_beside_the_index(tmp_path, cli):
+    """settings.yaml under the pipeline's settings under --set, resolved, in output/settings.effective.yaml:
+    loaded back as a settings file it gives the same configuration; the API key is not written."""
+    from graphrag_lite.config import load_config
+    from graphrag_lite.pipeline import EFFECTIVE_SETTINGS_FILE, configure
+    from tests.conftest import SAMPLE, add_inputs, write_settings
+
+    root = add_inputs(tmp_path / "p", SAMPLE)
+    write_settings(root, "models:\n  default_chat_model:\n    model: fake/default\n    api_key: sk-secret-123\n")
+    result = cli("index", "--root", str(root), "--method", "fast", "--set", "chunking.size=300")
+    assert result.exit_code == 0, result.output
+    written = (root / "output" / EFFECTIVE_SETTINGS_FILE).read_text(encoding="utf-8")
+    assert "sk-secret-123" not in written and "pipeline fast" in written
+    effective, _ = configure(root, None, ["chunking.size=300"], "fast")
+    again = load_config(root, root / "output" / EFFECTIVE_SETTINGS_FILE)
+    assert again.chunking.size == 300 and again.pipeline == effective.pipeline
+    skip = {"models", "root_dir"}
+    assert again.model_dump(exclude=skip) == effective.model_dump(exclude=skip)
