@@ -153,3 +153,8 @@ def test_an_index_run_while_serving_is_picked_up_at_the_next_call(tmp_path):
     after = call_in_process(served, "basic_search", {"question": "Who kept the Godrevy lighthouse?"})
     assert not after.is_error and "Pengelly" in text(after)
     assert served.holder is not None and served.holder.reloads == 1
+
+
+def test_a_blank_question_is_refused_before_any_call(dulce):
+    result = call_in_process(GraphRAG.from_config(dulce), "basic_search", {"question": "   "})
+    assert result.is_error and "question" in text(result)

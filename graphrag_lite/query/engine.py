@@ -406,7 +406,7 @@ def _source_ids(tables: list[ContextTable]) -> list[int]:
     return [int(row["id"]) for t in tables if t.name == "Sources" for row in t.rows]
 
 
-EVIDENCE_HEADER = ("Retrieved evidence (no chat model is configured, so this is the ranked context, not a generated "
+EVIDENCE_HEADER = ("Retrieved evidence (answered without a chat model, so this is the ranked context, not a generated "
                    "answer):")
 
 

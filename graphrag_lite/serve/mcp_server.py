@@ -20,7 +20,7 @@ from typing import Annotated, Any, ParamSpec
 
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import Field
+from pydantic import Field, StringConstraints
 
 from graphrag_lite import __version__
 from graphrag_lite.errors import GraphragLiteError, MissingIndex
@@ -36,7 +36,8 @@ SHORT = 240  # characters of a cited row's text: enough to check a claim, short 
 LISTED = 25  # rows of one kind in an entity's description before "... and N more"
 SEARCH_LIBRARIES = ("litellm", "lancedb")  # imported by the engine on first use
 
-Question = Annotated[str, Field(description="the question, in natural language")]
+Question = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000),
+                     Field(description="the question, in natural language")]
 ResponseType = Annotated[str, Field(description="the answer's form, e.g. 'Multiple Paragraphs', 'Single "
                                     "Sentence', 'List of 3-7 Points'")]
 CommunityLevel = Annotated[int, Field(ge=0, description="community hierarchy level whose reports are used "

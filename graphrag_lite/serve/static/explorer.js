@@ -98,6 +98,7 @@
     const options = body === undefined ? { headers } : { method: "POST", headers, body: JSON.stringify(body) };
     const response = await fetch(path.replace(/^\//, ""), options);
     if (response.status === 401 && askForKey()) return api(path, body);
+    if (response.status === 401) setStatus("The server needs its API key: reload the page to enter it", true);
     const data = await response.json().catch(() => ({}));
     if (!response.ok) {
       const detail = typeof data.detail === "string" ? data.detail : JSON.stringify(data.detail || data);
@@ -655,9 +656,16 @@
     try {
       const health = await api("health");
       setStatus(health.status === "ok" ? "Connected" : `Server: ${health.status}`, health.status !== "ok");
+      if (health.status === "ok") await showBestConnected();
     } catch (error) {
       setStatus(`Server unreachable: ${error.message}`, true);
     }
+  }
+
+  // Something to look at before the first search: the neighbourhood of the best-connected entity.
+  async function showBestConnected() {
+    const found = await api("entities?limit=1");
+    if (found.entities && found.entities.length) await loadNeighbourhood(found.entities[0].id);
   }
 
   function start() {
