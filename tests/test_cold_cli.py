@@ -13,21 +13,12 @@ from pathlib import Path
 import pytest
 from typer.testing import CliRunner
 
+from bench import cold_query
 from graphrag_lite.cli import app
 from graphrag_lite.query.engine import EVIDENCE_HEADER
 from tests.conftest import SAMPLE, make_project
 
-# The CLI as its entry point runs it; the names in sys.modules are written to a file when the process exits,
-# whatever the command's exit code.
-PROBE = """
-import atexit, json, runpy, sys
-def record(path=sys.argv[1]):
-    with open(path, "w", encoding="utf-8") as out:
-        json.dump(sorted(sys.modules), out)
-atexit.register(record)
-sys.argv = ["graphrag-lite", *sys.argv[2:]]
-runpy.run_module("graphrag_lite", run_name="__main__")
-"""
+PROBE = cold_query.PROBE  # the CLI run as its entry point, the modules it loaded written at exit
 QUESTION = "Who went to Woolwich with Sir W. Pen?"
 
 
