@@ -9,6 +9,7 @@ and the digests of the tables it reads) says everything about whether it must ru
 
 from __future__ import annotations
 
+import asyncio
 import contextlib
 import difflib
 import gc
@@ -20,7 +21,7 @@ import resource
 import tempfile
 import time
 from collections import Counter
-from collections.abc import Callable, Iterable, Iterator
+from collections.abc import Callable, Coroutine, Iterable, Iterator
 from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
@@ -82,6 +83,10 @@ class StageContext:
     def llm(self) -> Gateway:
         """The LLM gateway, created on first use (model-free stages never import LiteLLM)."""
         return self.models.gateway()
+
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """Model calls (`coroutine`) run to their end on the run's one event loop."""
+        return self.models.run(coroutine)
 
     def read(self, table: str) -> pd.DataFrame:
         return self.store.read(table)
@@ -392,6 +397,9 @@ class ModelAccess:
         self._spare_collector = spare_collector  # the run leaves the objects made before it out of collections
         self._gateway: Gateway | None = None
         self._cache: AnswerCache | None = None  # opened without the gateway, for model-free stages
+        # one event loop for the run's model calls: the limiters keep what they learnt (a provider's real
+        # concurrency, its rate limits) from one stage to the next, and a stage may leave work to the next
+        self._runner: asyncio.Runner | None = None
 
     def cache(self) -> AnswerCache | None:
         """The answer cache (None with --no-cache or cache.enabled: false), also for what a model-free stage
@@ -426,12 +434,20 @@ class ModelAccess:
         totals = self._gateway.ledger.totals(stage)
         return totals if totals["calls"] or totals["failed_attempts"] else None
 
+    def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
+        """`coroutine` to its end on the run's event loop."""
+        if self._runner is None:
+            self._runner = asyncio.Runner()
+        return self._runner.run(coroutine)
+
     def close(self) -> None:
         if self._cache is not None:
             self._cache.close()
         if self._gateway is not None:
             write_spend(self._config.output.base_dir, self._gateway.ledger)
             self._gateway.close()
+        if self._runner is not None:
+            self._runner.close()
 
 
 @dataclass

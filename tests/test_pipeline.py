@@ -186,3 +186,21 @@ def test_every_run_writes_its_effective_settings_beside_the_index(tmp_path, cli)
     assert again.chunking.size == 300 and again.pipeline == effective.pipeline
     skip = {"models", "root_dir"}
     assert again.model_dump(exclude=skip) == effective.model_dump(exclude=skip)
+
+
+def test_the_stages_of_a_run_share_one_event_loop(tmp_path):
+    """ModelAccess.run is how stages run their model calls: one loop for the run, so the per-model limiters
+    (made per loop) keep what they learnt about a provider from one stage to the next; closed with the run."""
+    import asyncio
+
+    from graphrag_lite.config import GraphRagConfig
+    from graphrag_lite.pipeline import ModelAccess
+
+    async def running_loop() -> asyncio.AbstractEventLoop:
+        return asyncio.get_running_loop()
+
+    models = ModelAccess(GraphRagConfig(output={"base_dir": tmp_path}), use_cache=False)
+    first, second = models.run(running_loop()), models.run(running_loop())
+    assert first is second and not first.is_closed()
+    models.close()
+    assert first.is_closed()

@@ -11,7 +11,6 @@ then counted as a failure: that name stays apart, which is what the rules decide
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections.abc import Callable
 from dataclasses import dataclass
@@ -114,9 +113,3 @@ async def ask_all(gateway: Gateway, model_id: str, template: str, asked: list[Qu
 
     await gather_all(one(q) for q in asked)
     return outcome
-
-
-def confirm(gateway: Gateway, model_id: str, template: str, asked: list[Question], max_tokens: int | None,
-            advance: Callable[[], None]) -> Outcome:
-    """The model's picks for the ambiguous names, in both candidate orders (see the module's docstring)."""
-    return asyncio.run(ask_all(gateway, model_id, template, asked, max_tokens, advance))

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import asyncio
 import json
-from collections.abc import Callable
+from collections.abc import Callable, Coroutine
 from datetime import UTC, datetime
 from typing import Any
 
@@ -73,7 +73,7 @@ def run(ctx: StageContext) -> StageResult:
     writer = ReportWriter(ctx.llm if len(communities) else None, cfg.model_id, template, builder, previous,
                           salt=f"{model.model}|{model.api_base or ''}|{model.call_args}|{template}")
     with ctx.bar(len(communities), "reports") as advance:
-        rows, contexts = writer.generate(communities, advance)
+        rows, contexts = writer.generate(communities, advance, ctx.run)
     table = pd.DataFrame(rows, columns=REPORT_COLUMNS).sort_values("community").reset_index(drop=True)
     failed = table[table["status"] != "ok"]
     substituted = sum(bool(c.substituted) for c in contexts.values())
@@ -119,11 +119,13 @@ class ReportWriter:
         self.kept = self.written = 0
         self._parse = json_parser(Report)
 
-    def generate(self, communities: pd.DataFrame, advance: Callable[[], None]
+    def generate(self, communities: pd.DataFrame, advance: Callable[[], None],
+                 run: Callable[[Coroutine[Any, Any, Any]], Any] = asyncio.run
                  ) -> tuple[list[tuple[Any, ...]], dict[int, Context]]:
+        """`run`: runs the writing to its end (the pipeline's event loop, in a stage)."""
         records = [{str(k): v for k, v in r.items()} for r in communities.to_dict("records")]
         contexts: dict[int, Context] = {}
-        rows = asyncio.run(self._write_all(records, contexts, advance)) if records else []
+        rows = run(self._write_all(records, contexts, advance)) if records else []
         return rows, contexts
 
     async def _write_all(self, records: list[dict[str, Any]], contexts: dict[int, Context],

@@ -11,7 +11,6 @@ rebuilt and re-embedded: vectors of two models are never mixed in one index.
 
 from __future__ import annotations
 
-import asyncio
 import hashlib
 from typing import Any
 
@@ -87,7 +86,7 @@ def embed_added(ctx: StageContext, contents: dict[str, tuple[list, list]], updat
     wanted = {n: [contents[n][1][k] for k in updates[n].add] for n in TABLES}
     missing = list(dict.fromkeys(t for texts in wanted.values() for t in texts if t not in known))
     if missing:
-        fresh = asyncio.run(ctx.llm.embed(cfg.model_id, missing, stage="embed_text", batch_size=cfg.batch_size,
+        fresh = ctx.run(ctx.llm.embed(cfg.model_id, missing, stage="embed_text", batch_size=cfg.batch_size,
                                           batch_max_tokens=cfg.batch_max_tokens, dimension=dimension))
         known = {**known, **dict(zip(missing, fresh, strict=True))}
     return {n: [known[t] for t in texts] for n, texts in wanted.items()}

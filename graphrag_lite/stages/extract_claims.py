@@ -7,8 +7,6 @@ When disabled, it writes an empty table and calls no model.
 
 from __future__ import annotations
 
-import asyncio
-
 import pandas as pd
 
 from graphrag_lite.config import ExtractClaimsConfig, GraphRagConfig
@@ -68,7 +66,7 @@ def run(ctx: StageContext) -> StageResult:
     units = ctx.read("base_text_units")
     request = claims_request(ctx.config)
     with ctx.bar(len(units), "text units") as advance:
-        outcomes = asyncio.run(extract_units(ctx.llm, request, units, advance))
+        outcomes = ctx.run(extract_units(ctx.llm, request, units, advance))
     rows = [(o.text_unit_id, c.subject, c.object, c.type, c.status, c.start_date, c.end_date, c.description,
              c.source_text) for o in outcomes if o.parsed is not None for c in o.parsed.claims]
     summary = summarize_outcomes(outcomes, units, len(rows), f"{len(rows)} claims")

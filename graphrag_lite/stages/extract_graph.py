@@ -7,8 +7,6 @@ re-run that retries only the failed units (the others come back from the cache).
 
 from __future__ import annotations
 
-import asyncio
-
 import pandas as pd
 
 from graphrag_lite.config import ExtractGraphConfig
@@ -84,7 +82,7 @@ def run(ctx: StageContext) -> StageResult:
     units = ctx.read("base_text_units")
     request = extraction_request(ctx.config.extract_graph, ctx.llm)
     with ctx.bar(len(units), "text units") as advance:
-        outcomes = asyncio.run(extract_units(ctx.llm, request, units, advance))
+        outcomes = ctx.run(extract_units(ctx.llm, request, units, advance))
     result = build_result(outcomes, units)
     result.summary += f" (format: {'json' if request.json_mode else 'tuples'})"
     result.details["format"] = "json" if request.json_mode else "tuples"

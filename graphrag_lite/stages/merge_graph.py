@@ -31,7 +31,8 @@ def run(ctx: StageContext) -> StageResult:
     if asked:
         template = section_prompt(cfg, required=("name", "candidates"))
         with ctx.bar(len(asked), "ambiguous names") as advance:
-            outcome = confirm.confirm(ctx.llm, cfg.model_id, template, asked, cfg.max_completion_tokens, advance)
+            outcome = ctx.run(confirm.ask_all(ctx.llm, cfg.model_id, template, asked, cfg.max_completion_tokens,
+                                                advance))
         if outcome.picks:
             result = merged(overrides.with_merges(outcome.picks, MODEL_CHOSE))
         result.counts.update({"ambiguous_names_asked": len(asked), "merged_by_the_model": len(outcome.picks),

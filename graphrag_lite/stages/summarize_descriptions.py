@@ -10,7 +10,6 @@ to the descriptions joined (nothing is lost), is listed in the problems, and the
 
 from __future__ import annotations
 
-import asyncio
 import re
 from collections import Counter
 from collections.abc import Callable
@@ -38,7 +37,7 @@ def run(ctx: StageContext) -> StageResult:
     problems: list[str] = []
     tally: Counter[str] = Counter()
     with ctx.bar(several, "summaries") as advance:
-        summaries = asyncio.run(summarize_all(ctx.llm if several else None, cfg, template, subjects, lists,
+        summaries = ctx.run(summarize_all(ctx.llm if several else None, cfg, template, subjects, lists,
                                               problems, advance, tally))
     entity_table = entities.drop(columns=["descriptions"]).assign(description=summaries[: len(entities)])
     relationship_table = relationships.drop(columns=["descriptions"]).assign(description=summaries[len(entities):])
