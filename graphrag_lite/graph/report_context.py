@@ -17,15 +17,14 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from graphrag_lite.context_tables import header, row_line
 from graphrag_lite.tokens import count_tokens
 
 ENCODING = "o200k_base"
-HEADERS = {
-    "Reports": "-----Reports-----\nid|title|content\n",
-    "Entities": "-----Entities-----\nid|entity|description|degree\n",
-    "Relationships": "-----Relationships-----\nid|source|target|description|combined_degree\n",
-    "Claims": "-----Claims-----\nid|entity|type|status|description\n",
-}
+COLUMNS = {"Reports": ["id", "title", "content"], "Entities": ["id", "entity", "description", "degree"],
+           "Relationships": ["id", "source", "target", "description", "combined_degree"],
+           "Claims": ["id", "entity", "type", "status", "description"]}
+HEADERS = {name: header(name, columns) for name, columns in COLUMNS.items()}
 
 
 @dataclass(frozen=True)
@@ -55,23 +54,19 @@ class Context:
     truncated: bool = False  # rows were cut to fit
 
 
-def _clean(value: object) -> str:
-    return " ".join(str(value).replace("|", "/").split())
-
-
 class ContextBuilder:
     def __init__(self, entities: pd.DataFrame, relationships: pd.DataFrame, claims: pd.DataFrame,
                  max_tokens: int) -> None:
         self.max_tokens = max_tokens
         # a section costs its header and the blank line after it
         self.header_tokens = {name: count_tokens(text + "\n", ENCODING) for name, text in HEADERS.items()}
-        self.entities = {eid: self._row(f"{hid}|{_clean(title)}|{_clean(desc)}|{deg}")
+        self.entities = {eid: self._row(row_line([hid, title, desc, deg]))
                          for eid, hid, title, desc, deg in zip(entities["id"], entities["human_readable_id"],
                                                                entities["title"], entities["description"],
                                                                entities["degree"], strict=True)}
         self.entity_degree = dict(zip(entities["id"], entities["degree"], strict=True))
         title_to_id = dict(zip(entities["title"], entities["id"], strict=True))
-        self.relationships = {rid: self._row(f"{hid}|{_clean(s)}|{_clean(t)}|{_clean(desc)}|{cd}")
+        self.relationships = {rid: self._row(row_line([hid, s, t, desc, cd]))
                               for rid, hid, s, t, desc, cd in zip(
                                   relationships["id"], relationships["human_readable_id"], relationships["source"],
                                   relationships["target"], relationships["description"],
@@ -91,17 +86,17 @@ class ContextBuilder:
                                                     claims["status"], claims["description"], strict=True):
             if subject in title_to_id:
                 self.claims.setdefault(title_to_id[subject], []).append(
-                    self._row(f"{hid}|{_clean(subject)}|{_clean(kind)}|{_clean(status)}|{_clean(desc)}"))
+                    self._row(row_line([hid, subject, kind, status, desc])))
 
     @staticmethod
-    def _row(text: str) -> Row:
-        row = Row(text + "\n")
+    def _row(line: str) -> Row:
+        row = Row(line)
         _ = row.tokens  # counted now, so that packing a context only sums
         return row
 
     def report_row(self, community: int, title: str, content: str) -> Row:
         """A sub-community report as a row, its tokens counted when a context first needs them."""
-        return Row(f"{community}|{_clean(title)}|{_clean(content)}\n")
+        return Row(row_line([community, title, content]))
 
     def digest(self, entity_ids: list[str], relationship_ids: list[str], context: Context,
                children: list[ChildReport], salt: str = "") -> str:

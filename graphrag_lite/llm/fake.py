@@ -42,6 +42,7 @@ from litellm.types.utils import (
     Usage,
 )
 
+from graphrag_lite.context_tables import parse_rows
 from graphrag_lite.llm.gateway import CALL_STEP
 from graphrag_lite.tokens import count_tokens, get_encoding
 
@@ -591,19 +592,9 @@ def _first_sentence(text: str) -> str:
     return (found.group(0) if found else text).strip()
 
 
-def table_rows(text: str, header: str) -> list[list[str]]:
-    """Rows of a `-----Header-----` table with `|` or `,` separated columns (header row skipped)."""
-    block = re.search(rf"-----{header}-----\n(.*?)(?:\n-----|\Z)", text, re.DOTALL)
-    if not block:
-        return []
-    lines = [line for line in block.group(1).strip().splitlines() if line.strip()]
-    splitter = "|" if lines and "|" in lines[0] else ","
-    return [[c.strip() for c in line.split(splitter)] for line in lines[1:]]
-
-
 def community_report(first: str, last: str, prior: list[str]) -> str:
-    entities = table_rows(first, "Entities")
-    relationships = table_rows(first, "Relationships")
+    entities = parse_rows(first, "Entities")
+    relationships = parse_rows(first, "Relationships")
     names = [row[1] for row in entities if len(row) > 1][:3] or ["the community"]
     findings = [{"summary": f"{row[1]} and {row[2]}",
                  "explanation": f"{row[3] if len(row) > 3 else ''} [Data: Relationships ({row[0]})]"}
@@ -655,7 +646,7 @@ def next_hop(first: str, last: str, prior: list[str]) -> str:
     model would follow next), or ENOUGH when there is none."""
     asked = _words(first.split("---Question---")[-1].split("---Information found so far---")[0])
     searched = first.split("---Already searched (do not repeat)---")[-1].split("---")[0].splitlines()
-    for row in table_rows(first, "Relationships"):
+    for row in parse_rows(first, "Relationships"):
         ends = row[1:3] if len(row) > 2 else []
         named = [e for e in ends if _words(e) and _words(e) <= asked]
         others = [e for e in ends if e not in named and e not in searched]

@@ -20,13 +20,13 @@ from pathlib import Path
 from typing import Any
 
 from graphrag_lite.config import GraphRagConfig, load_config
+from graphrag_lite.context_tables import ContextTable, pack, render
 from graphrag_lite.errors import MissingIndex, index_command
 from graphrag_lite.llm.gateway import Gateway, LLMCallError, gather_all
 from graphrag_lite.llm.structured import ParseError, json_parser, strip_reasoning
 from graphrag_lite.nlp.extractor import sentences
 from graphrag_lite.prompts import fill, section_prompt
 from graphrag_lite.query.citations import resolve_citations
-from graphrag_lite.query.context import ContextTable, pack, render
 from graphrag_lite.query.global_search import (
     Coverage,
     MapAnswer,

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from graphrag_lite.context_tables import ContextTable, pack
 from graphrag_lite.llm.structured import ParseError, strip_reasoning
-from graphrag_lite.query.context import ContextTable, pack
 
 ENOUGH = "ENOUGH"
 MAX_QUERY_WORDS = 30

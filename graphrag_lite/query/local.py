@@ -18,8 +18,8 @@ from typing import Any
 import pandas as pd
 
 from graphrag_lite.config import LocalSearchConfig
+from graphrag_lite.context_tables import ContextTable, pack
 from graphrag_lite.graph.resolution import normalize_name
-from graphrag_lite.query.context import ContextTable, pack
 from graphrag_lite.query.index import IndexTables
 from graphrag_lite.query.retrieval import RRF_K, fuse, take_turns
 from graphrag_lite.tables import records

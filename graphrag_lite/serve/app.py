@@ -34,10 +34,10 @@ from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints
 from starlette.middleware.trustedhost import TrustedHostMiddleware
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
+from graphrag_lite.context_tables import render
 from graphrag_lite.errors import ConfigError, GraphragLiteError
 from graphrag_lite.llm.gateway import LLMCallError
 from graphrag_lite.llm.ledger import request_scope
-from graphrag_lite.query.context import render
 from graphrag_lite.query.engine import SearchResult
 from graphrag_lite.serve import browse
 from graphrag_lite.serve.holder import IndexHolder, LoadedIndex
