@@ -297,12 +297,12 @@ def show(
 
     from graphrag_lite.config import load_config
     from graphrag_lite.storage import OutputStore
+    from graphrag_lite.tables import INDEX_TABLES
 
     def run() -> None:
         cfg = load_config(root, config, set_ or [])
         store = OutputStore(cfg.output.base_dir)
-        names = ["documents", "text_units", "entities", "relationships", "communities", "community_reports",
-                 "covariates", "entity_aliases"]
+        names = [*INDEX_TABLES, "entity_aliases"]
         present = [n for n in names if store.has(n)]
         if not present:
             raise MissingIndex(f"no index in {store.base_dir}; build it with `{index_command(cfg.root_dir)}`")
@@ -493,8 +493,6 @@ def export_neo4j(
     _guarded(verbose, run)
 
 
-GRAPHRAG_TABLES = ("documents", "text_units", "entities", "relationships", "communities", "community_reports",
-                   "covariates")
 
 
 def print_run_end(out: Console, summary: Any, root: Path, seconds: float) -> None:
@@ -503,7 +501,9 @@ def print_run_end(out: Console, summary: Any, root: Path, seconds: float) -> Non
     from graphrag_lite.pipeline import describe_llm_totals
 
     rows = {t: n for s in summary.stages.values() for t, n in s.get("rows_out", {}).items()}
-    tables = ", ".join(f"{t} {rows[t]:,}" for t in GRAPHRAG_TABLES if t in rows)
+    from graphrag_lite.tables import INDEX_TABLES
+
+    tables = ", ".join(f"{t} {rows[t]:,}" for t in INDEX_TABLES if t in rows)
     out.print(f"Done in {seconds:.1f}s: {tables or 'no table changed'} (GraphRAG's tables, in "
                   f"{summary.output_dir}; the log is in {summary.output_dir}/logs/index.log)", highlight=False)
     if summary.llm:

@@ -48,6 +48,7 @@ from graphrag_lite.errors import ConfigError, IndexIncomplete, PipelineError, Pi
 from graphrag_lite.llm.ledger import BudgetExceeded, read_spend, write_spend
 from graphrag_lite.resources import data_dir
 from graphrag_lite.storage import OutputLock, OutputStore, link_or_copy, read_json, write_json
+from graphrag_lite.tables import conform
 
 if TYPE_CHECKING:
     from graphrag_lite.estimate import CallEstimate
@@ -78,6 +79,7 @@ class StageContext:
     progress: Progress
     stage_name: str
     models: ModelAccess
+    reads: tuple[str, ...]  # the tables the stage declared: the only ones it may read
 
     @property
     def llm(self) -> Gateway:
@@ -89,6 +91,8 @@ class StageContext:
         return self.models.run(coroutine)
 
     def read(self, table: str) -> pd.DataFrame:
+        if table not in self.reads:  # an undeclared input would escape the fingerprint that decides re-runs
+            raise AssertionError(f"stage {self.stage_name} reads {table}, which it does not declare in `reads`")
         return self.store.read(table)
 
     def previous(self, table: str, columns: list[str] | None = None) -> pd.DataFrame | None:
@@ -319,7 +323,7 @@ def dry_run(config: GraphRagConfig, pipeline: Pipeline, console: Console, use_ca
         progress = Progress(console=console, disable=True)
         for stage in pipeline.stages:
             if stage.name in estimates and estimates[stage.name] is None:
-                context = StageContext(trial, store, progress, stage.name, models)
+                context = StageContext(trial, store, progress, stage.name, models, stage.reads)
                 if stage.estimate is None:  # it will call a model, how often only its run can tell
                     estimates[stage.name] = {"note": "will call the model: not estimable before it runs"}
                     continue
@@ -727,7 +731,8 @@ def _run_stage(stage: Stage, config: GraphRagConfig, store: OutputStore, progres
     _reset_peak_memory()
     started = time.perf_counter()
     result = stage.run(StageContext(config=config, store=store, progress=progress, stage_name=stage.name,
-                                    models=models))
+                                    models=models, reads=stage.reads))
+    result.tables = {name: conform(name, table) for name, table in result.tables.items()}
     wall = time.perf_counter() - started
     missing = [name for name in stage.writes if name not in result.tables]
     if missing:

@@ -170,3 +170,19 @@ def test_json_extraction_mode_end_to_end(tmp_path):
     titles = set(table(root, "entities")["title"])
     assert {"ALEX MERCER", "TAYLOR CRUZ", "JORDAN HAYES", "SAM RIVERA"} <= titles
     assert check_index(root / "output")[0] == 0
+
+
+@pytest.mark.parametrize("method", ["standard", "fast"])
+def test_every_index_table_has_the_schemas_columns_and_kinds(tmp_path, cli, method):
+    """The schema module (tables.INDEX_TABLES) is what a standard and a fast index hold, claims off (an empty
+    covariates table included: its ids are integers, not pandas' float guess for an empty column)."""
+    import pandas as pd
+
+    from graphrag_lite.tables import INDEX_TABLES, schema_problems
+    from tests.conftest import DATA, make_project
+
+    root = make_project(tmp_path / "p", [DATA / "operation-dulce" / "dulce.txt"])
+    assert cli("index", "--root", str(root), "--method", method).exit_code == 0
+    for name in INDEX_TABLES:
+        table = pd.read_parquet(root / "output" / f"{name}.parquet")
+        assert not schema_problems(name, table), (name, schema_problems(name, table))

@@ -10,16 +10,10 @@ import pandas as pd
 from graphrag_lite.config import GraphRagConfig
 from graphrag_lite.errors import MissingIndex, index_command
 from graphrag_lite.storage import OutputStore
+from graphrag_lite.tables import INDEX_TABLES, conform, written_by
 
 if TYPE_CHECKING:
     from graphrag_lite.query.graph_walk import EntityUnitGraph
-
-BUILT_BY = {
-    "documents": "chunk_text", "text_units": "finalize_text_units", "entities": "cluster_graph",
-    "relationships": "cluster_graph", "communities": "cluster_graph", "community_reports": "community_reports",
-    "covariates": "finalize_text_units",
-}
-
 
 class IndexTables:
     def __init__(self, config: GraphRagConfig) -> None:
@@ -33,7 +27,7 @@ class IndexTables:
                 raise MissingIndex(f"no index in {self.store.base_dir}; build it with "
                                    f"`{index_command(self.config.root_dir)}`")
             raise MissingIndex(
-                f"the index in {self.store.base_dir} has no `{name}` table (written by the {BUILT_BY[name]} stage); "
+                f"the index in {self.store.base_dir} has no `{name}` table (written by the {written_by(name)} stage); "
                 f"build it with `{index_command(self.config.root_dir)}` (it resumes where the index stopped)")
         return self.store.read(name)
 
@@ -107,5 +101,5 @@ class IndexTables:
 
     @cached_property
     def covariates(self) -> pd.DataFrame:
-        return self.table("covariates") if self.store.has("covariates") else pd.DataFrame(
-            columns=["id", "human_readable_id", "subject_id", "type", "status", "description", "text_unit_id"])
+        return self.table("covariates") if self.store.has("covariates") else conform(
+            "covariates", pd.DataFrame(columns=list(INDEX_TABLES["covariates"])))
