@@ -236,3 +236,18 @@ def test_without_the_serve_extra_the_install_command_is_shown_whole(project, mon
     monkeypatch.setattr(importlib.util, "find_spec", lambda name, *a: None if name == "fastapi" else real(name, *a))
     result = CliRunner().invoke(cli_app, ["serve", "--root", str(project)])
     assert result.exit_code == 2 and "pip install 'graphrag-lite[serve]'" in result.output
+
+
+def test_an_unexpected_failure_is_a_500_that_shows_no_internals(project, monkeypatch):
+    from graphrag_lite.serve import browse
+
+    def broken(*args, **kwargs):
+        raise RuntimeError("lance error: Not found: /secret/path/data.lance")
+
+    monkeypatch.setattr(browse, "find_entities", broken)
+    app = create_app(IndexHolder(project, None, []), watch=False)
+    with TestClient(app, base_url=LOCAL, raise_server_exceptions=False) as client:
+        response = client.get("/entities", params={"q": "x"})
+        assert response.status_code == 500 and "RuntimeError" in response.json()["detail"]
+        assert "/secret/path" not in response.text and "Traceback" not in response.text
+        assert client.get("/stats").json()["requests"]["GET /entities"]["errors"] == 1

@@ -216,8 +216,9 @@ def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(Exception)
     async def unexpected(request: Request, err: Exception) -> JSONResponse:  # a bug: logged whole, told briefly
         LOG.exception("%s %s failed", request.method, request.url.path)
-        return JSONResponse({"detail": f"internal error ({type(err).__name__}: {err}); the server log has the "
-                                       "details"}, status_code=500)
+        # its text may name files and internals: the log has it, the client gets the kind only
+        return JSONResponse({"detail": f"internal error ({type(err).__name__}); the server log has the details"},
+                            status_code=500)
 
 
 def _problem(error: Any) -> str:
