@@ -389,3 +389,26 @@ def test_an_embedding_refusal_that_is_not_about_size_is_not_split(tmp_path):
     with pytest.raises(LLMCallError):
         asyncio.run(gateway.embed("m", [f"text {i}" for i in range(8)], stage="embed", batch_size=8))
     assert STATS.embeddings == 1
+
+
+@pytest.mark.parametrize(("status", "message", "size"), [
+    (400, "Requested 350000 tokens, max 300000 tokens per request", True),  # OpenAI, tokens per call
+    (400, "'$.input' is invalid. Please check the API reference", True),  # OpenAI, more than 2,048 texts
+    (413, "Payload Too Large", True),  # a proxy or text-embeddings-inference
+    (422, "batch size 64 > maximum allowed batch size 32", True),  # text-embeddings-inference
+    (500, "input is too large to process. increase the physical batch size", True),  # llama.cpp server
+    (400, "Unsupported parameter: 'dimensions'", False),
+    (500, "internal error", False),
+    (401, "Incorrect API key provided: too many attempts", False),
+])
+def test_size_refusals_are_told_from_other_failures_in_providers_own_words(status, message, size):
+    """What the embedding path splits on, in the words real providers answer with (not the fake's)."""
+    import httpx
+    import litellm
+
+    from graphrag_lite.llm.gateway import _refuses_size
+
+    response = httpx.Response(status, request=httpx.Request("POST", "http://provider.invalid/v1/embeddings"))
+    error = litellm.APIError(status_code=status, message=message, llm_provider="openai", model="m",
+                             request=response.request)
+    assert _refuses_size(error) is size

@@ -139,11 +139,10 @@ def neighbourhood(index: IndexTables, key: str, hops: int = 1, limit: int = 150)
         p = lookups.entity_position[entity_id]
         nodes.append({"id": entity_id, "title": lookups.titles[p], "type": lookups.types[p],
                       "degree": lookups.degrees[p], "community": lookups.deepest(entity_id), "hop": hop})
-    ids, sources, targets = lookups.rel_ids, lookups.rel_source_ids, lookups.rel_target_ids
-    descriptions, weights = lookups.rel_descriptions, lookups.rel_weights
+    columns = lookups.relationship_columns
     return {"center": center, "nodes": nodes,
-            "edges": [{"id": ids[r], "source": sources[r], "target": targets[r], "description": descriptions[r],
-                       "weight": weights[r]} for r in edges]}
+            "edges": [{"id": columns["id"][r], "source": columns["source_id"][r], "target": columns["target_id"][r],
+                       "description": columns["description"][r], "weight": columns["weight"][r]} for r in edges]}
 
 
 def warm(index: IndexTables) -> None:
@@ -243,7 +242,7 @@ class _Lookups:
 
     # relationships -------------------------------------------------
     @cached_property
-    def _relationship_columns(self) -> dict[str, list[Any]]:
+    def relationship_columns(self) -> dict[str, list[Any]]:
         frame = self.index.relationships
         columns = {name: _column(frame, name) for name in ("id", "human_readable_id", "source", "target",
                                                             "description", "weight")}
@@ -256,30 +255,10 @@ class _Lookups:
         columns["target_id"] = [by_title.get(str(t)) for t in columns["target"]]
         return columns
 
-    @property
-    def rel_ids(self) -> list[str]:
-        return self._relationship_columns["id"]
-
-    @property
-    def rel_source_ids(self) -> list[str | None]:
-        return self._relationship_columns["source_id"]
-
-    @property
-    def rel_target_ids(self) -> list[str | None]:
-        return self._relationship_columns["target_id"]
-
-    @property
-    def rel_descriptions(self) -> list[str | None]:
-        return self._relationship_columns["description"]
-
-    @property
-    def rel_weights(self) -> list[float | None]:
-        return self._relationship_columns["weight"]
-
     @cached_property
     def relationship_rows(self) -> list[dict[str, Any]]:
         """Each relationship as the dict an entity's detail lists (built once: a hub has thousands)."""
-        columns = self._relationship_columns
+        columns = self.relationship_columns
         names = ("id", "human_readable_id", "source", "target", "description", "weight")
         return [dict(zip(names, values, strict=True)) for values in zip(*(columns[n] for n in names), strict=True)]
 
@@ -288,7 +267,8 @@ class _Lookups:
         """Entity id to each entity it is related to, with the positions of the relationships between them
         (by neighbour, so the edges among a set of entities are found without walking a hub's every edge)."""
         found: defaultdict[str, defaultdict[str, list[int]]] = defaultdict(lambda: defaultdict(list))
-        for r, (source, target) in enumerate(zip(self.rel_source_ids, self.rel_target_ids, strict=True)):
+        for r, (source, target) in enumerate(zip(self.relationship_columns["source_id"],
+                                                     self.relationship_columns["target_id"], strict=True)):
             if source is None or target is None:
                 continue  # an end that is not an entity: nothing to walk to
             found[source][target].append(r)
@@ -383,7 +363,7 @@ def _position(lookups: _Lookups, key: str) -> int:
 
 
 def _relationships_of(lookups: _Lookups, entity_id: str) -> list[dict[str, Any]]:
-    rows, weights, rank = lookups.relationship_rows, lookups.rel_weights, lookups.degree_rank
+    rows, weights, rank = lookups.relationship_rows, lookups.relationship_columns["weight"], lookups.degree_rank
     found = [(-(weights[r] or 0.0), rank[other], r, other)
              for other, positions in lookups.neighbours.get(entity_id, {}).items() for r in positions]
     found.sort()  # strongest first; at equal weight, the better connected other end

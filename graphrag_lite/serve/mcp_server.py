@@ -11,9 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import importlib
 import logging
-import threading
 from collections.abc import Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any, ParamSpec
@@ -34,7 +32,6 @@ P = ParamSpec("P")
 
 SHORT = 240  # characters of a cited row's text: enough to check a claim, short enough for a model's context
 LISTED = 25  # rows of one kind in an entity's description before "... and N more"
-SEARCH_LIBRARIES = ("litellm", "lancedb")  # imported by the engine on first use
 
 Question = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000),
                      Field(description="the question, in natural language")]
@@ -62,11 +59,8 @@ def run_stdio(root: Path, config: Path | None, overrides: list[str]) -> None:
     last call; a missing index is reported by each tool call, so a client shows why."""
     GraphRAG.from_config(root, config, overrides)  # a settings error stops here
     served = ServedIndex((root, config, overrides))
-    # not a daemon: a client that disconnects at once must not end the process while the import holds
-    # import locks (finalizing the interpreter then can hang); the exit waits for the import instead
-    threading.Thread(target=_import_search_libraries, name="graphrag-lite-warm-up").start()
     server = build_server(served)
-    served.load_now()
+    served.load_now()  # tables, LanceDB and the model library loaded before the first call, not in it
     server.run("stdio")
 
 
@@ -90,16 +84,6 @@ class ServedIndex:
         else:
             await self.holder.reload_if_changed()
         return self.holder.current.engine
-
-
-def _import_search_libraries() -> None:
-    """Import the model and vector-store libraries while the client connects: they take seconds, which the
-    first search would otherwise wait for."""
-    for name in SEARCH_LIBRARIES:
-        try:
-            importlib.import_module(name)
-        except Exception:  # the first search that needs it fails with the reason, as a tool error
-            logger.debug("importing %s failed", name, exc_info=True)
 
 
 def build_server(source: GraphRAG | ServedIndex) -> MCPServer:
