@@ -17,10 +17,10 @@ set-up of issue 16). Requests are what the provider is sent: calls, corrective f
 answer, refused attempts. The bound is what latency and concurrency allow for the requests the run actually
 made: per stage, ceil(requests / concurrency) rounds of `latency` seconds, but never fewer rounds than the
 requests that must follow each other (a text unit's first answer, then its gleaning; a corrective follow-up
-after the answer it corrects; for reports, one round per community level, the longest chain of parents
-waiting for their sub-communities' reports there can be), summed along the stages, which run one after
-another. It prints per stage: requests, prompt and completion tokens, wall time
-and bound, and the whole run's wall / bound (issue 16's target: at most 1.2).
+after the answer it corrects; for reports, two rounds when a report had to wait for its sub-communities'
+reports (its own detail did not fit), else one), summed along the stages, which run one after another. It
+prints per stage: requests, prompt and completion tokens, wall time and bound, and the whole run's wall /
+bound (issue 16's target: at most 1.2).
 """
 
 from __future__ import annotations
@@ -110,15 +110,15 @@ def requests(llm: dict) -> int:
         llm.get("failed_attempts", 0)
 
 
-def rounds(name: str, stage: dict, sent: int, concurrency: int, levels: int) -> int:
+def rounds(name: str, stage: dict, sent: int, concurrency: int) -> int:
     """The fewest rounds of requests a stage needs: by concurrency, and by the requests that must wait for
-    others (`levels`: community levels, whose reports are written one level after the other; a corrective
-    follow-up waits for the answer it corrects)."""
+    others (a report waits for its sub-communities' only when its own detail does not fit: two rounds when
+    any did, which is at most the longest real chain; a corrective follow-up waits for the answer it
+    corrects)."""
     if sent == 0:
         return 0
     if name.startswith("community_reports"):
-        chained = levels
-    else:
+        chained = 2 if stage.get("details", {}).get("substituted_contexts") else 1
         chained = CHAINED_EXTRACTION if stage.get("details", {}).get("calls_per_unit", 1) > 1 else 1
     chained += 1 if (stage.get("llm") or {}).get("parse_retries") else 0
     return max(math.ceil(sent / concurrency), chained)
@@ -226,17 +226,12 @@ def compare(runs: dict[str, tuple[dict, float, dict[str, set[str]]]], args: argp
               f"{llm.get('cost_usd') or 0:>8.3f}  {same}")
 
 
-def community_levels(stats: dict) -> int:
-    return len(stats["stages"].get("cluster_graph", {}).get("details", {}).get("communities_per_level", {})) or 1
-
-
 def critical_path(stats: dict, args: argparse.Namespace) -> float:
     """The bound: the stages' rounds of calls, one stage after another."""
-    levels = community_levels(stats)
     total = 0.0
     for name, stage in stats["stages"].items():
         llm = stage.get("llm") or {}
-        total += rounds(name, stage, requests(llm), args.concurrency, levels) * args.latency
+        total += rounds(name, stage, requests(llm), args.concurrency) * args.latency
     return total
 
 
@@ -247,11 +242,10 @@ def report(stats: dict, wall: float, args: argparse.Namespace) -> None:
           + "".join(f", {change}" for change in args.set))
     print(f"{'stage':24}{'requests':>9}{'prompt tok':>12}{'compl. tok':>12}{'wall s':>9}{'bound s':>9}")
     total_bound = 0.0
-    levels = community_levels(stats)
     for name, stage in stats["stages"].items():
         llm = stage.get("llm") or {}
         sent = requests(llm)
-        bound = rounds(name, stage, sent, args.concurrency, levels) * args.latency
+        bound = rounds(name, stage, sent, args.concurrency) * args.latency
         total_bound += bound
         print(f"{name:24}{sent:>9,}{llm.get('prompt_tokens', 0):>12,}{llm.get('completion_tokens', 0):>12,}"
               f"{stage.get('wall_s', 0.0):>9.1f}{bound:>9.1f}")

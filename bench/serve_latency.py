@@ -4,7 +4,7 @@
                                             [--clients 20]
 
 `--index fast` (default) indexes the whole podcast corpus of ../shared/corpora/podcast-transcripts (1,670
-transcript parts, about 1M tokens) with `--method fast` (no model); `--index standard` indexes 150 of its
+transcript parts, about 1M tokens) with `--method fast` (no model); `--index standard` indexes 300 of its
 files with the standard pipeline and the fake model (bench/latency_bound.py's corpus, at zero latency). The
 index is built once in --root (default: a folder under the system temp dir, reused by later runs). The
 benchmark starts `graphrag-lite serve` on it, then measures over HTTP, one request at a time:
@@ -21,6 +21,7 @@ import argparse
 import asyncio
 import contextlib
 import csv
+import json
 import socket
 import statistics
 import subprocess
@@ -45,8 +46,10 @@ extract_claims:
 
 
 def build_index(kind: str, root: Path) -> None:
-    """The benchmark's index in `root`, unless a completed one is there already."""
-    if (root / "output" / "community_reports.parquet").is_file() or (root / "output" / "entities.parquet").is_file():
+    """The benchmark's index in `root`, unless a completed one is there already (an interrupted one is
+    resumed: a half-built index would be measured without its reports)."""
+    stats = root / "output" / "stats.json"
+    if stats.is_file() and str(json.loads(stats.read_text(encoding="utf-8")).get("status", "")).startswith("completed"):
         return
     (root / "input").mkdir(parents=True, exist_ok=True)
     with zipfile.ZipFile(shared_path("corpora/podcast-transcripts/kevin-scott-podcasts.zip")) as archive:

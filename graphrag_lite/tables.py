@@ -62,6 +62,8 @@ def _is_kind(column: pd.Series, kind: str) -> bool:
         return pd.api.types.is_float_dtype(column)
     if kind == "str":  # a text column may hold None where a value is absent (a claim's dates)
         return pd.api.types.is_string_dtype(column) or all(isinstance(v, str) for v in column.dropna())
+    if kind == "list":
+        return all(isinstance(v, list | tuple | np.ndarray) for v in column)
     return True
 
 

@@ -388,3 +388,31 @@ def test_an_upload_that_fails_for_a_moment_is_sent_again_and_the_calls_stay_in_t
     gateway.close()
     assert [r.text for r in results] == ["batch answer 0", "batch answer 1", "online answer"]
     assert [name for name, _ in api.calls].count("acreate_batch") == 1 and len(online) == 1  # only the failed item
+
+
+class CutOffResultsAPI(ScriptedBatchAPI):
+    """The output file arrives cut off in the middle of its second line (a download that stopped)."""
+
+    async def afile_content(self, **kwargs):
+        from litellm.types.llms.openai import HttpxBinaryResponseContent
+
+        whole = (await super().afile_content(**kwargs)).content
+        if kwargs["file_id"] != "file-out":
+            return HttpxBinaryResponseContent(httpx.Response(200, content=whole))
+        first, second = whole.decode().splitlines()[:2]
+        return HttpxBinaryResponseContent(httpx.Response(200, content=f"{first}\n{second[:40]}".encode()))
+
+
+def test_a_cut_off_result_file_keeps_its_readable_answers(tmp_path, monkeypatch):
+    """One unreadable line costs its own call a trip online, not every answer of a batch already paid for."""
+    online: list[dict] = []
+    gateway = scripted_gateway(tmp_path, monkeypatch, CutOffResultsAPI(), online)
+
+    async def ask():
+        return await asyncio.gather(*(gateway.chat("m", [{"role": "user", "content": f"question {i}"}],
+                                                   stage="community_reports") for i in range(3)))
+
+    results = asyncio.run(ask())
+    gateway.close()
+    assert [r.text for r in results] == ["batch answer 0", "online answer", "online answer"]
+    assert len(online) == 2

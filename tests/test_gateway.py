@@ -399,6 +399,7 @@ def test_an_embedding_refusal_that_is_not_about_size_is_not_split(tmp_path):
     (500, "input is too large to process. increase the physical batch size", True),  # llama.cpp server
     (400, "Unsupported parameter: 'dimensions'", False),
     (500, "internal error", False),
+    (500, "upstream request timeout exceeded", False),  # not about size: no batch is halved for it
     (401, "Incorrect API key provided: too many attempts", False),
 ])
 def test_size_refusals_are_told_from_other_failures_in_providers_own_words(status, message, size):

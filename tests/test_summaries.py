@@ -108,3 +108,30 @@ def test_joining_short_descriptions_saves_calls_and_keeps_every_id(tmp_path, cli
         kept_whole += sum(len(merged[k]) > 1 and all(d.rstrip(".") in final[k] for d in merged[k])
                           for k in merged.index)
     assert kept_whole >= stage["details"]["joined"]
+
+
+def test_summaries_in_the_styles_real_models_answer(tmp_path):
+    """Scripted replies, not the fake's: an empty answer and then a cut-off one are asked again and the
+    complete one kept (a preamble line dropped); a model that never answers usably leaves the descriptions
+    joined, nothing lost, the failure listed and nothing cached."""
+    from graphrag_lite.llm.fake import scripted
+
+    descriptions = ["A pilot for Acme.", "She flew the first mail route to Lisbon."]
+    problems: list[str] = []
+    with scripted({"summarize_descriptions": ["", {"content": "A pilot for Acme who flew", "finish_reason": "length"},
+                                              "Here is the summary:\nA pilot for Acme who flew the first mail route "
+                                              "to Lisbon."]}):
+        [kept] = asyncio.run(summarize_all(gateway(tmp_path / "a"), ALWAYS, TEMPLATE, ["ANA"], [descriptions],
+                                           problems, lambda: None))
+    assert kept == "A pilot for Acme who flew the first mail route to Lisbon." and problems == []
+    STATS.reset()
+    with scripted({"summarize_descriptions": "I'm sorry, I can't help with"}):
+        failing = gateway(tmp_path / "b")
+        [fallback] = asyncio.run(summarize_all(failing, ALWAYS, TEMPLATE, ["ANA"], [descriptions], problems,
+                                               lambda: None))
+    assert fallback == "A pilot for Acme. She flew the first mail route to Lisbon."
+    assert len(problems) == 1 and "summary of ANA failed, its descriptions were joined instead" in problems[0]
+    assert failing.ledger.totals()["failures"] == 1 and STATS.completions >= 2
+    STATS.reset()  # nothing of the failure was cached: asked again, the model is called again
+    [again] = asyncio.run(summarize_all(failing, ALWAYS, TEMPLATE, ["ANA"], [descriptions], [], lambda: None))
+    assert STATS.completions == 1 and "Lisbon" in again

@@ -301,7 +301,12 @@ class Batcher:
 
         for file_id in (getattr(batch, "error_file_id", None), getattr(batch, "output_file_id", None)):
             if file_id:
-                lines.update(_by_custom_id(await self._persist(functools.partial(download, file_id))))
+                found, unreadable = _by_custom_id(await self._persist(functools.partial(download, file_id),
+                                                                      patient=True))  # results already paid for
+                if unreadable:
+                    LOG.warning("batch %s (%s): %d result lines could not be read; their calls go online",
+                                entry["id"], entry["stage"], unreadable)
+                lines.update(found)
         return lines
 
     async def _persist(self, ask: Callable[[], Awaitable[T]], patient: bool = False,
@@ -524,9 +529,24 @@ def _mapping(value: Any) -> dict[str, Any]:
     return value if isinstance(value, dict) else {}
 
 
-def _by_custom_id(content: bytes) -> dict[str, dict[str, Any]]:
-    lines = (json.loads(line) for line in content.decode("utf-8").splitlines() if line.strip())
-    return {line["custom_id"]: line for line in lines if "custom_id" in line}
+def _by_custom_id(content: bytes) -> tuple[dict[str, dict[str, Any]], int]:
+    """The result lines by custom_id, and how many lines could not be read (one bad line, e.g. a file cut off,
+    costs its own call a trip online, not every call of the batch)."""
+    found: dict[str, dict[str, Any]] = {}
+    unreadable = 0
+    for text in content.decode("utf-8", errors="replace").splitlines():
+        if not text.strip():
+            continue
+        try:
+            line = json.loads(text)
+        except json.JSONDecodeError:
+            unreadable += 1
+            continue
+        if isinstance(line, dict) and "custom_id" in line:
+            found[line["custom_id"]] = line
+        else:
+            unreadable += 1
+    return found, unreadable
 
 
 def _settle(requests: list[_Request], outcome: _Answer | BaseException) -> None:

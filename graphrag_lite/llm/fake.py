@@ -43,6 +43,7 @@ from litellm.types.utils import (
 )
 
 from graphrag_lite.context_tables import parse_rows
+from graphrag_lite.extraction.gleaning import FOUND_NAMES
 from graphrag_lite.llm.gateway import CALL_STEP
 from graphrag_lite.tokens import count_tokens, get_encoding
 
@@ -533,7 +534,8 @@ def _graph_answer(first: str, names: list[str], found: dict[str, tuple[str, str]
 def _emitted(last: str, prior: list[str]) -> Callable[[str], bool]:
     """Whether a name was extracted before: a compact follow-up lists the names in its last message, a
     history one shows the earlier answers."""
-    listed = re.search(r"already extracted from the text above:\n(.*?)\n\n", last, re.DOTALL)
+    before, _, after = FOUND_NAMES.partition("{names}")  # the compact follow-up's own wording, not a copy
+    listed = re.search(re.escape(before) + "(.*?)" + re.escape(after), last, re.DOTALL)
     if listed:
         return set(listed.group(1).splitlines()).__contains__
     answers = " ".join(prior)

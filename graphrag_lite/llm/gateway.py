@@ -837,6 +837,8 @@ class _BatchTooLarge(Exception):
 
 _SIZE_REFUSAL = re.compile(r"too (?:large|long|many)|batch size|maximum|max\b.{0,40}\b(?:tokens|inputs|texts|entries|"
                            r"items|batch)|exceed|context length|\$\.input", re.IGNORECASE)
+# a server error says more than "exceeded" (a time-out does) before a batch is halved for the rest of the run
+_SERVER_SIZE_REFUSAL = re.compile(r"too (?:large|long|many)|batch size", re.IGNORECASE)
 
 
 def _refuses_size(err: Exception) -> bool:
@@ -845,7 +847,9 @@ def _refuses_size(err: Exception) -> bool:
     status = _status(err)
     if status == 413 or type(err).__name__ == "ContextWindowExceededError":
         return True
-    return status in (400, 422, 500) and bool(_SIZE_REFUSAL.search(str(err)))
+    if status == 500:
+        return bool(_SERVER_SIZE_REFUSAL.search(str(err)))
+    return status in (400, 422) and bool(_SIZE_REFUSAL.search(str(err)))
 
 
 def _status(err: Exception) -> int | None:

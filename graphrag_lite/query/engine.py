@@ -288,7 +288,9 @@ class GraphRAG:
         chat_model_id = cfg.chat_model_id
         assert chat_model_id is not None  # global search without a chat model answers with evidence before this
 
-        async def map_one(batch: ContextTable) -> list[Point]:
+        failures: list[str] = []
+
+        async def map_one(batch: ContextTable) -> list[Point] | None:
             messages = [{"role": "system", "content": fill(map_prompt, context_data=batch.render())},
                         {"role": "user", "content": question}]
             try:
@@ -296,16 +298,15 @@ class GraphRAG:
                                                  parse=json_parser(MapAnswer), json_mode=True)
             except LLMCallError as err:
                 ids = ", ".join(str(r["id"]) for r in batch.rows)
-                problems.append(f"map call over reports {ids} failed: {err}")
-                return []
+                failures.append(f"map call over reports {ids} failed: {err}")
+                return None
             return result.value.points
 
-        failed_before = len(problems)
         found = await gather_all(map_one(b) for b in batches)
-        if batches and len(problems) - failed_before == len(batches):  # not "nothing relevant": nothing read
-            raise LLMCallError(f"every map call of global search failed ({len(batches)}); the first: "
-                               f"{problems[failed_before]}")
-        return [p for points in found for p in points]
+        problems += failures
+        if batches and all(points is None for points in found):  # not "nothing relevant": nothing was read
+            raise LLMCallError(f"every map call of global search failed ({len(batches)}); the first: {failures[0]}")
+        return [p for points in found if points for p in points]
 
     async def _select_dynamically(self, question: str, problems: list[str]) -> tuple[ReportSelection, int]:
         cfg = self.config.global_search
