@@ -119,6 +119,7 @@ def rounds(name: str, stage: dict, sent: int, concurrency: int) -> int:
         return 0
     if name.startswith("community_reports"):
         chained = 2 if stage.get("details", {}).get("substituted_contexts") else 1
+    else:
         chained = CHAINED_EXTRACTION if stage.get("details", {}).get("calls_per_unit", 1) > 1 else 1
     chained += 1 if (stage.get("llm") or {}).get("parse_retries") else 0
     return max(math.ceil(sent / concurrency), chained)
