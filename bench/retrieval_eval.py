@@ -92,7 +92,7 @@ class Scores:
               + "".join(f" {counts[g]:>14d}" for g in groups))
         for method, rows in self.rows.items():
             by_group = [_mean(ok for g, ok, _ in rows if g == group) for group in groups]
-            print(f"  {method:34s} {_mean(ok for _, ok, _ in rows):8.3f} {_mean(r for _, _, r in rows):7.3f}"
+            print(f"  {method:34s} {_mean(ok for _, ok, _ in rows):8.3f} {_mean(r for _, _, r in rows):7.4f}"
                   + "".join(f" {v:14.2f}" for v in by_group))
         print("  (all-gold overall, mean recall overall, then all-gold by group)")
         if self.latencies:

@@ -111,3 +111,20 @@ def test_a_relationship_weight_that_is_not_a_number_does_not_empty_the_walk():
     relationships.loc[0, "weight"] = float("nan")
     walk = EntityUnitGraph(entities, relationships, units).walk({"e-ADA VALE": 1.0}, {}, 0.5, 0.5)
     assert list(walk.units)[:2] == ["u0", "u1"]
+
+
+def test_graph_rows_whose_passages_are_all_in_the_sources_give_their_tokens_to_more_sources(tmp_path):
+    index = index_of(tmp_path)
+    long_unit = "Nobody came to the harbour that winter. " * 80  # does not fit beside the others
+    index.text_units.loc[index.text_units["id"] == "u3", "text"] = long_unit
+    cfg = dict(max_context_tokens=500, community_prop=0, text_unit_prop=0.5)
+    linked = {"e-ADA VALE": 1.0, "e-NOBODY": 0.1}  # u3 ranks last
+    kept = build_local_context(index, LocalSearchConfig(**cfg), linked, 2)
+    skipped = build_local_context(index, LocalSearchConfig(**cfg, skip_rows_in_sources=True), linked, 2)
+    assert [r["entity"] for r in kept.tables[1].rows] == ["ADA VALE", "NOBODY"] and kept.tables[2].rows
+    assert 3 not in [r["id"] for r in skipped.sources.rows]  # u3 is not among the sources: NOBODY's row stays
+    assert [r["entity"] for r in skipped.tables[1].rows] == ["NOBODY"] and not skipped.tables[2].rows
+    assert skipped.sources.rows[:len(kept.sources.rows)] == kept.sources.rows
+    sources = skipped.sections[-1]
+    assert sources.cap > kept.sections[-1].cap and "2 graph rows whose passages are all here left out" in sources.why
+    assert all(s.used <= s.cap for s in skipped.sections)

@@ -11,7 +11,7 @@ then by how many of the selected relationships they support.
 from __future__ import annotations
 
 import re
-from collections.abc import Container, Iterator, Mapping, Sequence
+from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass
 from typing import Any
 
@@ -101,10 +101,15 @@ def build_local_context(index: IndexTables, cfg: LocalSearchConfig, linked: Rank
     if earlier_order:  # a lead may be wrong: it takes turns with the last quarter of the sources found so far
         kept = int(len(earlier_order) * (1 - LEAD_SHARE))
         order = list(dict.fromkeys([*earlier_order[:kept], *take_turns([list(earlier_order[kept:]), order])]))
-    sources_cap = budget - reports.tokens - sum(t.tokens for t in graph[:3])
-    sources = pack("Sources", ["id", "text"], _source_rows(index, order), sources_cap)
-    tables = [reports, *graph[:3], sources]
-    sections = _section_uses(cfg, tables, [len(report_rows), len(ids), *graph[4], len(order)], graph_cap)
+    room, graph_tables = budget - reports.tokens, list(graph[:3])  # room: for the graph tables and the sources
+    sources = _pack_sources(index, order, room - sum(t.tokens for t in graph_tables))
+    skipped = 0
+    if cfg.skip_rows_in_sources:  # a row copied from a passage the sources hold gives its tokens to passages
+        graph_tables = _without_rows_in(graph_tables, set(order[:len(sources.rows)]))
+        skipped = sum(len(t.rows) for t in graph[:3]) - sum(len(t.rows) for t in graph_tables)
+        sources = _pack_sources(index, order, room - sum(t.tokens for t in graph_tables))
+    tables = [reports, *graph_tables, sources]
+    sections = _section_uses(cfg, tables, [len(report_rows), len(ids), *graph[4], len(order)], graph_cap, skipped)
     return LocalContext(tables, sections, ids, order)
 
 
@@ -134,7 +139,8 @@ def _graph_tables(index: IndexTables, linked: list[str], per_entity: int, cap: i
     selected = index.entities_by_id.loc[linked]
     entities = pack("Entities", ["id", "entity", "description", "number of relationships"],
                     [{"id": r["human_readable_id"], "entity": r["title"], "description": r["description"],
-                      "number of relationships": r["degree"]} for r in records(selected)], cap)
+                      "number of relationships": r["degree"], "text_unit_ids": r["text_unit_ids"]}
+                     for r in records(selected)], cap)
     relationship_rows, relationship_units = _relationship_rows(index, linked, per_entity)
     relationships = pack("Relationships", ["id", "source", "target", "description", "weight", "links"],
                          relationship_rows, cap - entities.tokens)
@@ -144,8 +150,15 @@ def _graph_tables(index: IndexTables, linked: list[str], per_entity: int, cap: i
     return entities, relationships, claims, relationship_units, [len(relationship_rows), len(claim_rows)]
 
 
+def _without_rows_in(tables: list[ContextTable], in_sources: set[str]) -> list[ContextTable]:
+    """The tables without the rows whose every text unit is among the sources."""
+    kept = [[row for row in t.rows if not set(row["text_unit_ids"]) <= in_sources] for t in tables]
+    return [pack(t.name, t.columns, rows, t.tokens) if len(rows) < len(t.rows) else t
+            for t, rows in zip(tables, kept, strict=True)]
+
+
 def _section_uses(cfg: LocalSearchConfig, tables: list[ContextTable], candidates: list[int],
-                  graph_cap: int) -> list[SectionUse]:
+                  graph_cap: int, skipped: int) -> list[SectionUse]:
     reports, entities, relationships, claims, sources = tables
     budget = cfg.max_context_tokens
     left = budget - sources.tokens - reports.tokens - entities.tokens - relationships.tokens - claims.tokens
@@ -156,7 +169,9 @@ def _section_uses(cfg: LocalSearchConfig, tables: list[ContextTable], candidates
             f"entities, relationships and claims share at most {graph_cap:,} (1 - community_prop - text_unit_prop)",
             "what the entities left of the graph share", "what the entities and relationships left of the graph share",
             f"the {budget - reports.tokens - graph_used:,} tokens the other sections left "
-            f"(text_unit_prop {cfg.text_unit_prop:g} is its minimum), ranked by {ranking}; {left:,} unused"]
+            f"(text_unit_prop {cfg.text_unit_prop:g} is its minimum), ranked by {ranking}; {left:,} unused"
+            + (f"; {skipped} graph rows whose passages are all here left out (skip_rows_in_sources)"
+               if skipped else "")]
     caps = [int(budget * cfg.community_prop), graph_cap, graph_cap - entities.tokens,
             graph_cap - entities.tokens - relationships.tokens, budget - reports.tokens - graph_used]
     return [SectionUse(t.name, cap, t.tokens, len(t.rows), n, why)
@@ -195,7 +210,8 @@ def _relationship_rows(index: IndexTables, linked: list[str], per_entity: int
                          outside.sort_values(["links", "combined_degree"], ascending=False)])
     ordered_rows = records(ordered.head(per_entity * max(1, len(linked))))
     rows = [{"id": int(r["human_readable_id"]), "source": r["source"], "target": r["target"],
-             "description": r["description"], "weight": r["weight"], "links": int(r["links"])} for r in ordered_rows]
+             "description": r["description"], "weight": r["weight"], "links": int(r["links"]),
+             "text_unit_ids": r["text_unit_ids"]} for r in ordered_rows]
     units: dict[str, list[int]] = {}
     for r in ordered_rows:
         for uid in r["text_unit_ids"]:
@@ -206,7 +222,7 @@ def _relationship_rows(index: IndexTables, linked: list[str], per_entity: int
 def _claim_rows(index: IndexTables, titles: set[str]) -> list[dict[str, Any]]:
     claims = index.covariates[index.covariates["subject_id"].isin(titles)]
     return [{"id": int(c["human_readable_id"]), "entity": c["subject_id"], "type": c["type"], "status": c["status"],
-             "description": c["description"]} for c in records(claims)]
+             "description": c["description"], "text_unit_ids": [c["text_unit_id"]]} for c in records(claims)]
 
 
 def _source_order(index: IndexTables, walked: dict[str, float] | None, linked: list[str],
@@ -226,7 +242,8 @@ def _source_order(index: IndexTables, walked: dict[str, float] | None, linked: l
     return ranked
 
 
-def _source_rows(index: IndexTables, ranked: list[str]) -> Iterator[dict[str, Any]]:
-    """Rows as `pack` takes them: it stops at the first that does not fit, so the rest are never made."""
+def _pack_sources(index: IndexTables, ranked: list[str], cap: int) -> ContextTable:
+    """The ranked text units while they fit; rows are made as `pack` takes them (it stops at the first that
+    does not fit, so the rest are never made)."""
     units = index.units_by_id
-    return ({"id": units[uid][0], "text": units[uid][1]} for uid in ranked)
+    return pack("Sources", ["id", "text"], ({"id": units[uid][0], "text": units[uid][1]} for uid in ranked), cap)
