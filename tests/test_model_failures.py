@@ -535,3 +535,24 @@ def test_a_summary_cut_at_a_full_stop_is_caught_by_what_it_leaves_out(tmp_path):
     STATS.reset()
     summary, g = run({"summarize_descriptions": [cut], "unused": []})  # a model that always leaves one out
     assert summary == cut and cached_texts(g) == [cut] and STATS.completions == 2  # asked once more, then kept
+
+
+def test_a_failed_gleaning_keeps_the_first_pass_in_the_index_and_counts_the_unit(tmp_path):
+    """End to end: every unit's gleaning is cut off at max_tokens each time it is asked (retries included);
+    the first pass's entities are still in entities.parquet, each unit is counted as partly extracted, the
+    run says so and exits 4 so that a re-run asks again."""
+    root = make_project(tmp_path / "p", [DATA / "replies" / "INPUT.txt"], "extract_graph:\n  max_gleanings: 1\n")
+    with scripted({"extract_graph.extract": GOOD,
+                   "extract_graph.glean": {"content": f"{E}SAM RIVERA<|>PERS", "finish_reason": "length"}}):
+        result = index(root)
+    assert result.exit_code == 4, result.output
+    titles = set(pd.read_parquet(root / "output" / "entities.parquet")["title"])
+    assert {"ALEX MERCER", "TAYLOR CRUZ"} <= titles and "SAM RIVERA" not in titles
+    pairs = pd.read_parquet(root / "output" / "relationships.parquet")[["source", "target"]].values.tolist()
+    assert sorted(pairs[0]) == ["ALEX MERCER", "TAYLOR CRUZ"]
+    details = stats(root)["stages"]["extract_graph"]["details"]
+    units = details["text_units"]
+    assert details["partly_extracted_text_units"] == units >= 1 and details["failed_text_units"] == 0
+    problems = stats(root)["stages"]["extract_graph"]["problems"]
+    assert sum("gleaning 1 failed, the records found before it are kept" in p for p in problems) == units
+    assert "partly extracted" in result.output
