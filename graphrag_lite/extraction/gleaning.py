@@ -30,7 +30,8 @@ import pandas as pd
 
 from graphrag_lite.extraction.grounding import Grounding, ground, normalize
 from graphrag_lite.extraction.tuples import COMPLETION_DELIMITER, ParsedReply
-from graphrag_lite.llm.gateway import Gateway, LLMCallError, gather_all
+from graphrag_lite.llm.gateway import Gateway, LLMCallError
+from graphrag_lite.llm.per_item import for_each
 from graphrag_lite.llm.structured import ParseError, strip_reasoning
 from graphrag_lite.prompts import fill
 
@@ -221,20 +222,16 @@ async def _glean(gateway: Gateway, request: ExtractionRequest, text: str, histor
 async def extract_units(gateway: Gateway, request: ExtractionRequest, units: pd.DataFrame,
                         advance: Callable[[], None] | None = None) -> list[UnitOutcome]:
     """Every text unit, concurrently; a unit that fails is an outcome with its error, never an exception."""
-    async def one(unit_id: str, text: str) -> UnitOutcome:
-        try:
-            outcome = await extract_with_gleaning(gateway, request, text)
-        except LLMCallError as err:
-            outcome = UnitOutcome(unit_id, None, error=str(err))
-        finally:
-            if advance is not None:
-                advance()
+    texts = list(units["text"])
+    attempts = await for_each(texts, lambda text: extract_with_gleaning(gateway, request, text), advance)
+    outcomes = []
+    for unit_id, text, done in zip(units["id"], texts, attempts, strict=True):
+        outcome = done.value or UnitOutcome(unit_id, None, error=str(done.error))
         outcome.text_unit_id = unit_id
         if outcome.parsed is not None and request.grounded:
             outcome.grounding = ground(outcome.parsed, text)
-        return outcome
-
-    return await gather_all(one(u, t) for u, t in zip(units["id"], units["text"], strict=True))
+        outcomes.append(outcome)
+    return outcomes
 
 
 @dataclass

@@ -17,7 +17,8 @@ from dataclasses import dataclass
 
 import pandas as pd
 
-from graphrag_lite.llm.gateway import Gateway, LLMCallError, gather_all
+from graphrag_lite.llm.gateway import Gateway
+from graphrag_lite.llm.per_item import for_each
 from graphrag_lite.llm.structured import ParseError, strip_reasoning
 from graphrag_lite.prompts import fill
 from graphrag_lite.tokens import count_tokens
@@ -98,18 +99,15 @@ async def ask_all(gateway: Gateway, model_id: str, template: str, asked: list[Qu
                                     stage="merge_graph", parse=choice_parser(question), max_tokens=max_tokens)
         return result.value
 
-    async def one(question: Question) -> None:
-        try:
-            first, second = await pick(question), await pick(question.reversed())
-        except LLMCallError as err:
-            outcome.problems.append(f"which name '{question.title}' denotes: no usable answer, left apart: {err}")
-            return
-        finally:
-            advance()
-        if first != second:
-            outcome.changed_with_order.append(question.title)
-        elif first is not None:
-            outcome.picks[question.title] = first
+    async def both_orders(question: Question) -> tuple[str | None, str | None]:
+        return await pick(question), await pick(question.reversed())
 
-    await gather_all(one(q) for q in asked)
+    for question, done in zip(asked, await for_each(asked, both_orders, advance), strict=True):
+        if done.value is None:
+            outcome.problems.append(f"which name '{question.title}' denotes: no usable answer, left apart: "
+                                    f"{done.error}")
+        elif done.value[0] != done.value[1]:
+            outcome.changed_with_order.append(question.title)
+        elif done.value[0] is not None:
+            outcome.picks[question.title] = done.value[0]
     return outcome

@@ -22,7 +22,8 @@ from typing import Any
 from graphrag_lite.config import GraphRagConfig, load_config
 from graphrag_lite.context_tables import ContextTable, pack, render
 from graphrag_lite.errors import MissingIndex, index_command
-from graphrag_lite.llm.gateway import Gateway, LLMCallError, gather_all
+from graphrag_lite.llm.gateway import Gateway, LLMCallError
+from graphrag_lite.llm.per_item import for_each
 from graphrag_lite.llm.structured import ParseError, json_parser, strip_reasoning
 from graphrag_lite.nlp.extractor import sentences
 from graphrag_lite.prompts import fill, section_prompt
@@ -288,24 +289,20 @@ class GraphRAG:
         chat_model_id = cfg.chat_model_id
         assert chat_model_id is not None  # global search without a chat model answers with evidence before this
 
-        failures: list[str] = []
-
-        async def map_one(batch: ContextTable) -> list[Point] | None:
+        async def map_one(batch: ContextTable) -> list[Point]:
             messages = [{"role": "system", "content": fill(map_prompt, context_data=batch.render())},
                         {"role": "user", "content": question}]
-            try:
-                result = await self.gateway.chat(chat_model_id, messages, stage="query_global_map",
-                                                 parse=json_parser(MapAnswer), json_mode=True)
-            except LLMCallError as err:
-                ids = ", ".join(str(r["id"]) for r in batch.rows)
-                failures.append(f"map call over reports {ids} failed: {err}")
-                return None
+            result = await self.gateway.chat(chat_model_id, messages, stage="query_global_map",
+                                             parse=json_parser(MapAnswer), json_mode=True)
             return result.value.points
 
-        found = await gather_all(map_one(b) for b in batches)
+        done = await for_each(batches, map_one)
+        failures = [f"map call over reports {', '.join(str(r['id']) for r in batch.rows)} failed: {d.error}"
+                    for batch, d in zip(batches, done, strict=True) if d.error is not None]
         problems += failures
-        if batches and all(points is None for points in found):  # not "nothing relevant": nothing was read
+        if batches and len(failures) == len(batches):  # not "nothing relevant": nothing was read
             raise LLMCallError(f"every map call of global search failed ({len(batches)}); the first: {failures[0]}")
+        found = [d.value for d in done]
         return [p for points in found if points for p in points]
 
     async def _select_dynamically(self, question: str, problems: list[str]) -> tuple[ReportSelection, int]:

@@ -21,7 +21,8 @@ from pydantic import BaseModel, Field, field_validator
 
 from graphrag_lite.graph.report_context import ChildReport, Context, ContextBuilder
 from graphrag_lite.ids import stable_id
-from graphrag_lite.llm.gateway import Gateway, LLMCallError, gather_all
+from graphrag_lite.llm.gateway import Gateway, gather_all
+from graphrag_lite.llm.per_item import attempt
 from graphrag_lite.llm.structured import json_parser, number_from_text
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 from graphrag_lite.prompts import fill, section_prompt
@@ -165,15 +166,10 @@ class ReportWriter:
 
     async def _write(self, context: Context, advance: Callable[[], None]) -> tuple[Report | None, str]:
         assert self.gateway is not None
-        try:
-            messages = [{"role": "user", "content": fill(self.template, input_text=context.text)}]
-            result = await self.gateway.chat(self.model_id, messages, stage="community_reports", parse=self._parse,
-                                             json_mode=True)
-            return result.value, "ok"
-        except LLMCallError as err:
-            return None, f"{err}"
-        finally:
-            advance()
+        messages = [{"role": "user", "content": fill(self.template, input_text=context.text)}]
+        done = await attempt(self.gateway.chat(self.model_id, messages, stage="community_reports", parse=self._parse,
+                                               json_mode=True), advance)
+        return (done.value.value, "ok") if done.value is not None else (None, str(done.error))
 
 
 def kept_row(record: dict[str, Any], kept: dict[str, Any], digest: str) -> tuple[Any, ...]:

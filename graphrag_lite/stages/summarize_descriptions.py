@@ -16,7 +16,8 @@ from collections.abc import Callable
 
 from graphrag_lite.config import SummarizeDescriptionsConfig
 from graphrag_lite.extraction.tuples import without_markers
-from graphrag_lite.llm.gateway import Gateway, LLMCallError, gather_all
+from graphrag_lite.llm.gateway import Gateway, gather_all
+from graphrag_lite.llm.per_item import for_each
 from graphrag_lite.llm.structured import ParseError, strip_reasoning
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 from graphrag_lite.prompts import fill, section_prompt
@@ -60,30 +61,35 @@ async def summarize_all(gateway: Gateway | None, cfg: SummarizeDescriptionsConfi
                         subjects: list[str], lists: list[list[str]], problems: list[str],
                         advance: Callable[[], None], tally: Counter[str] | None = None) -> list[str]:
     """One description per subject; `tally` counts the subjects with several descriptions by what was done
-    (SUMMARIZED, JOINED, SAID_IT_ALL)."""
+    (SUMMARIZED, JOINED, SAID_IT_ALL). A summary that fails falls back to the descriptions joined."""
     tally = Counter() if tally is None else tally
-
-    async def one(subject: str, descriptions: list[str]) -> str:
-        if len(descriptions) <= 1:
-            return descriptions[0] if descriptions else ""
-        if (complete := says_it_all(subject, descriptions)) is not None:
-            tally[SAID_IT_ALL] += 1
-        elif (complete := joined_if_short(descriptions, cfg)) is not None:
-            tally[JOINED] += 1
-        if complete is not None:
-            advance()
-            return complete
+    summaries = [without_call(s, d, cfg, tally, advance) for s, d in zip(subjects, lists, strict=True)]
+    asked = [i for i, summary in enumerate(summaries) if summary is None]
+    tally[SUMMARIZED] += len(asked)
+    if asked:
         assert gateway is not None
-        tally[SUMMARIZED] += 1
-        try:
-            return await summarize(gateway, cfg, template, subject, descriptions)
-        except LLMCallError as err:
-            problems.append(f"summary of {subject} failed, its descriptions were joined instead: {err}")
-            return joined(descriptions)
-        finally:
-            advance()
+        done = await for_each(asked, lambda i: summarize(gateway, cfg, template, subjects[i], lists[i]), advance)
+        for i, result in zip(asked, done, strict=True):
+            summaries[i] = result.value if result.error is None else joined(lists[i])
+            if result.error is not None:
+                problems.append(f"summary of {subjects[i]} failed, its descriptions were joined instead: "
+                                f"{result.error}")
+    return [s or "" for s in summaries]
 
-    return await gather_all(one(s, d) for s, d in zip(subjects, lists, strict=True))
+
+def without_call(subject: str, descriptions: list[str], cfg: SummarizeDescriptionsConfig, tally: Counter[str],
+                 advance: Callable[[], None]) -> str | None:
+    """The description when no summary is needed (one description, one that says it all, few and short
+    ones joined), else None."""
+    if len(descriptions) <= 1:
+        return descriptions[0] if descriptions else ""
+    if (complete := says_it_all(subject, descriptions)) is not None:
+        tally[SAID_IT_ALL] += 1
+    elif (complete := joined_if_short(descriptions, cfg)) is not None:
+        tally[JOINED] += 1
+    if complete is not None:
+        advance()
+    return complete
 
 
 def joined_if_short(descriptions: list[str], cfg: SummarizeDescriptionsConfig) -> str | None:
