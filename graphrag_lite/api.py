@@ -31,7 +31,7 @@ def build_index(config: str | Path | GraphRagConfig = ".", overrides: Overrides 
             cfg = GraphRagConfig.model_validate(data)
         except ValueError as err:
             raise ConfigError(f"build_index overrides: {err}") from None
-        cfg.root_dir = config.root_dir
+        cfg.root_dir, cfg.settings_file = config.root_dir, config.settings_file
         from graphrag_lite.stages import STAGES
 
         pipeline = load_pipeline(method or cfg.pipeline, STAGES, cfg.root_dir)

@@ -408,6 +408,7 @@ class GraphRagConfig(Section):
     batch: BatchConfig = Field(default_factory=BatchConfig, exclude=True)
 
     root_dir: Path = Field(Path("."), exclude=True, description="folder of the config file (set by the loader)")
+    settings_file: Path | None = Field(None, exclude=True, description="the settings file (set by the loader)")
     compat_notes: list[str] = Field(default_factory=list, exclude=True, description="keys of a Microsoft GraphRAG "
                                     "settings file accepted but ignored, with why (set by the loader)")
 
@@ -527,7 +528,14 @@ def load_config(root: Path = Path("."), config: Path | None = None, overrides: O
                 ) -> GraphRagConfig:
     """Read, substitute, override, validate and resolve a settings file. A pipeline's recommended settings
     apply over the file, and --set overrides over both."""
-    path, data = read_settings(root, config)
+    return resolve_config(*read_settings(root, config), overrides, pipeline_settings, overrides_from)
+
+
+def resolve_config(path: Path, data: dict[str, Any], overrides: Overrides = (),
+                   pipeline_settings: dict[str, Any] | None = None, overrides_from: OverrideSources = "--set"
+                   ) -> GraphRagConfig:
+    """The configuration of a settings file's data (read_settings) in one pass: a Microsoft GraphRAG file's keys
+    mapped, the pipeline's settings over the file's, `overrides` over both, validated and resolved."""
     notes: list[str] = []
     if is_graphrag_settings(data):  # a Microsoft GraphRAG file: its keys mapped, the ignored ones noted
         data, notes = translate_graphrag_settings(data)
@@ -578,6 +586,7 @@ def config_from_data(data: dict[str, Any], path: Path, overrides: Overrides = ()
     items = override_items(overrides)
     apply_overrides(data, dict((".".join(p), v) for p, v in items))
     data.pop("root_dir", None)
+    data.pop("settings_file", None)
     for name in [k for k, v in data.items() if v is None]:  # `section:` with every key commented out
         data.pop(name)
     try:
@@ -585,7 +594,7 @@ def config_from_data(data: dict[str, Any], path: Path, overrides: Overrides = ()
     except ValidationError as err:
         overridden = {".".join(p) for p, _ in items}
         raise ConfigError(describe_validation_error(err, path.name, overridden, overrides_from)) from None
-    cfg.root_dir = path.parent
+    cfg.root_dir, cfg.settings_file = path.parent, path
     resolve_paths(cfg, path.parent)
     if "://" not in cfg.vector_store.db_uri and not Path(cfg.vector_store.db_uri).is_absolute():
         cfg.vector_store.db_uri = str((path.parent / cfg.vector_store.db_uri).resolve())

@@ -200,7 +200,7 @@ def configure(root: Path, config_file: Path | None = None, overrides: Overrides 
               overrides_from: OverrideSources = "--set") -> tuple[GraphRagConfig, Pipeline]:
     """The settings and the pipeline of an index run: the settings file, under the settings the pipeline
     recommends (`method`, else the file's `pipeline`), under `overrides`."""
-    from graphrag_lite.config import load_config, override_items, read_settings
+    from graphrag_lite.config import override_items, read_settings, resolve_config
     from graphrag_lite.stages import STAGES
 
     # the pipeline's name comes first, unvalidated: its settings may be what makes the rest valid
@@ -208,8 +208,7 @@ def configure(root: Path, config_file: Path | None = None, overrides: Overrides 
     named = [value for key, value in override_items(overrides) if key == ["pipeline"]]
     name = method or (named[-1] if named else data.get("pipeline")) or GraphRagConfig.model_fields["pipeline"].default
     pipeline = load_pipeline(str(name), STAGES, path.parent)
-    cfg = load_config(root, config_file, overrides, pipeline_settings=pipeline.settings or None,
-                      overrides_from=overrides_from)
+    cfg = resolve_config(path, data, overrides, pipeline.settings or None, overrides_from)
     return cfg, pipeline
 
 
@@ -220,7 +219,7 @@ def write_effective_settings(config: GraphRagConfig, pipeline: Pipeline, output_
 
     values = config.model_dump(mode="json", exclude={"root_dir"})
     header = (f"# The settings of the last index run in this folder ({time.strftime('%Y-%m-%d %H:%M:%S')}, pipeline "
-              f"{pipeline.name}): {config.root_dir / 'settings.yaml'} under the pipeline's settings, under --set.\n"
+              f"{pipeline.name}): {config.settings_file} under the pipeline's settings, under --set.\n"
               "# API keys are hidden. Usable as a settings file once the keys are put back (${VAR}).\n")
     text = header + yaml.safe_dump(values, sort_keys=False, allow_unicode=True)
     (output_dir / EFFECTIVE_SETTINGS_FILE).write_text(text, encoding="utf-8")

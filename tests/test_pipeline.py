@@ -186,6 +186,11 @@ def test_every_run_writes_its_effective_settings_beside_the_index(tmp_path, cli)
     assert again.chunking.size == 300 and again.pipeline == effective.pipeline
     skip = {"models", "root_dir"}
     assert again.model_dump(exclude=skip) == effective.model_dump(exclude=skip)
+    assert f"{root / 'settings.yaml'} under the pipeline's settings" in written
+    other = root / "experiment.yaml"
+    other.write_text((root / "settings.yaml").read_text(encoding="utf-8"), encoding="utf-8")
+    assert cli("index", "--root", str(root), "--config", str(other), "--method", "fast", "--force").exit_code == 0
+    assert f"{other} under the pipeline's settings" in (root / "output" / EFFECTIVE_SETTINGS_FILE).read_text()
 
 
 def test_the_stages_of_a_run_share_one_event_loop(tmp_path):
