@@ -26,6 +26,7 @@ from graphrag_lite.compat import is_graphrag_settings
 from graphrag_lite.compat import translate as translate_graphrag_settings
 from graphrag_lite.errors import ConfigError
 from graphrag_lite.graph.resolution import normalize_name
+from graphrag_lite.tokens import DEFAULT_ENCODING
 
 CONFIG_FILENAMES = ("settings.yaml", "settings.yml")
 
@@ -142,7 +143,8 @@ class InputConfig(Section):
 class ChunkingConfig(Section):
     size: int = Field(1200, ge=1, description="tokens per text unit")
     overlap: int = Field(100, ge=0, description="tokens shared by consecutive text units of a document")
-    encoding_model: str = Field("o200k_base", description="tiktoken encoding (o200k_base or cl100k_base)")
+    encoding_model: str = Field(DEFAULT_ENCODING, description="tiktoken encoding (o200k_base or cl100k_base) of the "
+                                "text units and of every token count: budgets, prompts, estimates")
     prepend_metadata: bool = Field(False, description="start every text unit with the document's title "
                                    "and metadata (counted in its size)")
 

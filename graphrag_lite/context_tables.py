@@ -11,8 +11,6 @@ from typing import Any
 
 from graphrag_lite.tokens import count_tokens
 
-ENCODING = "o200k_base"
-
 
 @dataclass
 class ContextTable:
@@ -44,11 +42,11 @@ def cell(value: object) -> str:
 def pack(name: str, columns: list[str], candidates: Iterable[dict[str, Any]], budget: int) -> ContextTable:
     """Rows in the given (ranked) order while they fit in `budget` tokens (the header counted once)."""
     table = ContextTable(name, columns)
-    used = count_tokens(header(name, columns), ENCODING)
+    used = count_tokens(header(name, columns))
     if used >= budget:
         return table
     for row in candidates:
-        cost = count_tokens(row_line([row[c] for c in columns]), ENCODING)
+        cost = count_tokens(row_line([row[c] for c in columns]))
         if used + cost > budget:
             break
         table.rows.append(row)

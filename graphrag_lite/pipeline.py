@@ -49,6 +49,7 @@ from graphrag_lite.llm.ledger import BudgetExceeded, read_spend, write_spend
 from graphrag_lite.resources import data_dir
 from graphrag_lite.storage import OutputLock, OutputStore, link_or_copy, read_json, write_json
 from graphrag_lite.tables import conform
+from graphrag_lite.tokens import count_with
 
 if TYPE_CHECKING:
     from graphrag_lite.estimate import CallEstimate
@@ -295,6 +296,7 @@ def dry_run(config: GraphRagConfig, pipeline: Pipeline, console: Console, use_ca
     are estimated from their inputs (calls the answer cache holds are free, unless `use_cache` is off); stages
     that need a model stage's answers are listed as not estimable.
     The estimates are written to OUTPUT/dry_run.json."""
+    count_with(config.chunking.encoding_model)
     pending: set[str] = set()  # tables that only model answers would produce
     model_free: list[Stage] = []
     estimates: dict[str, Any] = {}
@@ -467,6 +469,7 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
                  from_stage: str | None = None, use_cache: bool = True, brief: bool = False) -> RunSummary:
     """Run the stages that are not reusable, holding the output folder's lock. A read-only output folder
     is fine when nothing has to run. `brief`: one line, not one per stage, when nothing has to run."""
+    count_with(config.chunking.encoding_model)
     print_compat_notes(config, console)
     store = OutputStore(config.output.base_dir)
     state = read_state(store.base_dir)

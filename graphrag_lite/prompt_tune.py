@@ -35,7 +35,7 @@ from graphrag_lite.llm.gateway import Gateway, LLMCallError
 from graphrag_lite.llm.structured import ParseError, strip_reasoning
 from graphrag_lite.prompts import fill, load_prompt, prompt_file
 from graphrag_lite.resources import data_dir
-from graphrag_lite.tokens import count_tokens
+from graphrag_lite.tokens import count_tokens, count_with
 
 SAMPLE_TOKENS = 3000  # of sample text shown when asking for the domain and the entity types
 EXAMPLE_TOKENS = 350  # longest text unit used as a worked example
@@ -116,7 +116,7 @@ def _joined(texts: list[str], budget: int) -> str:
     kept: list[str] = []
     used = 0
     for text in texts:
-        tokens = count_tokens(text, "o200k_base")
+        tokens = count_tokens(text)
         if kept and used + tokens > budget:
             break
         kept.append(text)
@@ -162,7 +162,7 @@ async def ask_tuning(gateway: Gateway, model_id: str, sample: list[str], domain:
     types = await ask(fill(TYPES_QUESTION, domain=domain, sample=shown), entity_types_parser, "entity types")
     assert isinstance(types, list)
     whole = [_from_a_sentence_start(t) for t in sample]
-    short = [t for t in whole if count_tokens(t, "o200k_base") <= EXAMPLE_TOKENS] or \
+    short = [t for t in whole if count_tokens(t) <= EXAMPLE_TOKENS] or \
         [_cut(t, EXAMPLE_TOKENS) for t in whole]
     worked: list[tuple[str, ParsedReply]] = []
     unusable = 0
@@ -191,7 +191,7 @@ def _from_a_sentence_start(text: str) -> str:
 
 
 def _cut(text: str, tokens: int) -> str:
-    while count_tokens(text, "o200k_base") > tokens:
+    while count_tokens(text) > tokens:
         text = text[: int(len(text) * 0.8)]
     return text
 
@@ -318,6 +318,7 @@ def text_units(config: GraphRagConfig) -> pd.DataFrame:
 def tune_project(config: GraphRagConfig, settings: Path, folder: Path, domain: str | None = None,
                  limit: int = 15, examples: int = 2, seed: int = 0) -> tuple[Tuning, list[Path]]:
     """Sample, ask, write (see the module's docstring). Returns what was learned and the files written."""
+    count_with(config.chunking.encoding_model)
     units = text_units(config)
     if units.empty:
         raise ConfigError(f"no text in {config.input.base_dir}: put documents there before tuning prompts")

@@ -28,5 +28,22 @@ def token_byte_lengths(name: str) -> np.ndarray:
     return lengths
 
 
-def count_tokens(text: str, encoding_name: str) -> int:
-    return len(get_encoding(encoding_name).encode_ordinary(text))
+DEFAULT_ENCODING = "o200k_base"  # chunking.encoding_model's default
+_counting = DEFAULT_ENCODING
+
+
+def count_with(name: str) -> None:
+    """Count tokens with `name` from now on. An index run and a query engine set their configuration's
+    chunking.encoding_model, so prompts, context budgets and estimates are counted as the text units were cut."""
+    global _counting
+    get_encoding(name)  # an unknown name fails here, not at the first count
+    _counting = name
+
+
+def counting_encoding() -> str:
+    return _counting
+
+
+def count_tokens(text: str, encoding_name: str | None = None) -> int:
+    """Tokens of `text` in `encoding_name`, by default the one set by `count_with`."""
+    return len(get_encoding(encoding_name or _counting).encode_ordinary(text))

@@ -23,8 +23,10 @@ def write_settings(root: Path, text: str = "") -> Path:
 def fresh_fake_provider():
     """Faults drawn by the fake depend on the calls before: every test starts from the same state."""
     from graphrag_lite.llm import fake
+    from graphrag_lite.tokens import DEFAULT_ENCODING, count_with
 
     fake.reset()
+    count_with(DEFAULT_ENCODING)  # a test's project may count with another encoding
 
 
 @pytest.fixture

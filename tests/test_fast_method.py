@@ -178,3 +178,22 @@ def test_a_corpus_without_names_is_reported_and_queries_do_not_crash(tmp_path):
     rag = GraphRAG.from_config(tmp_path)
     assert rag.local_search("anything?").answer.startswith(EVIDENCE_HEADER)
     assert "has no community reports" in rag.global_search("anything?").answer
+
+
+def test_every_token_count_follows_chunking_encoding_model(pepys):
+    """Context budgets are counted with chunking.encoding_model, the encoding the text units were cut with,
+    not a fixed o200k_base (issue 18)."""
+    import asyncio
+
+    from graphrag_lite.context_tables import header, row_line
+    from graphrag_lite.tokens import count_tokens
+
+    totals = {}
+    for encoding in ("cl100k_base", "o200k_base"):
+        rag = GraphRAG.from_config(pepys, overrides=[f"chunking.encoding_model={encoding}"])
+        context = asyncio.run(rag.alocal_context("Who went to Woolwich with Sir W. Pen?"))
+        for table in (t for t in context.tables if t.rows):
+            lines = [header(table.name, table.columns), *(row_line([r[c] for c in table.columns]) for r in table.rows)]
+            assert table.tokens == sum(count_tokens(line, encoding) for line in lines), (encoding, table.name)
+        totals[encoding] = [t.tokens for t in context.tables]
+    assert totals["cl100k_base"] != totals["o200k_base"]

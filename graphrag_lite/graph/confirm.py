@@ -56,7 +56,7 @@ def questions(ambiguous: pd.DataFrame, entities: pd.DataFrame) -> list[Question]
 
 
 def _shortened(text: str) -> str:
-    while count_tokens(text, "o200k_base") > DESCRIPTION_TOKENS:
+    while count_tokens(text) > DESCRIPTION_TOKENS:
         text = text[: int(len(text) * 0.8)]
     return text or "(no description)"
 

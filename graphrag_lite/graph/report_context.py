@@ -20,7 +20,6 @@ import pandas as pd
 from graphrag_lite.context_tables import header, row_line
 from graphrag_lite.tokens import count_tokens
 
-ENCODING = "o200k_base"
 COLUMNS = {"Reports": ["id", "title", "content"], "Entities": ["id", "entity", "description", "degree"],
            "Relationships": ["id", "source", "target", "description", "combined_degree"],
            "Claims": ["id", "entity", "type", "status", "description"]}
@@ -35,7 +34,7 @@ class Row:
     def tokens(self) -> int:
         """Counted once: a graph row's when the builder renders it, a sub-community report's only when its
         parent's own detail does not fit, which most never are."""
-        return count_tokens(self.text, ENCODING)
+        return count_tokens(self.text)
 
 
 @dataclass
@@ -59,7 +58,7 @@ class ContextBuilder:
                  max_tokens: int) -> None:
         self.max_tokens = max_tokens
         # a section costs its header and the blank line after it
-        self.header_tokens = {name: count_tokens(text + "\n", ENCODING) for name, text in HEADERS.items()}
+        self.header_tokens = {name: count_tokens(text + "\n") for name, text in HEADERS.items()}
         self.entities = {eid: self._row(row_line([hid, title, desc, deg]))
                          for eid, hid, title, desc, deg in zip(entities["id"], entities["human_readable_id"],
                                                                entities["title"], entities["description"],

@@ -29,7 +29,6 @@ from typing import Any, Protocol, TypeVar, cast
 
 from graphrag_lite.config import GraphRagConfig, ModelConfig
 from graphrag_lite.llm.gateway import (
-    TOKEN_ENCODING,
     _Answer,
     _describe,
     _is_connection_failure,
@@ -86,7 +85,7 @@ class _Request:
 
     def prompt_tokens(self) -> int:
         """As the gateway counts a prompt before sending it (4 a message for its role and framing)."""
-        return sum(count_tokens(m["content"], TOKEN_ENCODING) + 4 for m in self.messages)
+        return sum(count_tokens(m["content"]) + 4 for m in self.messages)
 
 
 @dataclass
@@ -504,7 +503,7 @@ def item_answer(line: dict[str, Any] | None, request: _Request, prices: tuple[fl
     text = (choice.get("message") or {}).get("content") or ""
     usage = body.get("usage") or {}
     prompt = int(usage.get("prompt_tokens") or request.prompt_tokens())
-    completion = int(usage.get("completion_tokens") or count_tokens(text, TOKEN_ENCODING))
+    completion = int(usage.get("completion_tokens") or count_tokens(text))
     cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
     return _Answer(text, prompt, completion, priced(prices, prompt, completion, cached), 0,
                    choice.get("finish_reason"), cached)

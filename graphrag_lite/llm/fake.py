@@ -49,6 +49,7 @@ from graphrag_lite.tokens import count_tokens, get_encoding
 
 TUPLE, RECORD, COMPLETE = "<|>", "##", "<|COMPLETE|>"
 FAKE_INPUT_PRICE, FAKE_OUTPUT_PRICE = 0.15e-6, 0.60e-6  # USD per token
+PROVIDER_ENCODING = "o200k_base"  # the provider's own tokenizer, as OpenAI's counts: not the project's setting
 STOPWORDS = frozenset("""a an and the he she it they we i you his her its their our my your this that these those
 there here then when what which who whom why how if in on at to of for from by with as but or nor so yet not no
 yes all any each every some one two mr mrs ms dr sir lady lord after before while during since until upon into
@@ -136,7 +137,7 @@ class FakeLLM(CustomLLM):
     async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
         options = Options.parse(model)
         STATS.completions += 1
-        prompt_tokens = sum(count_tokens(str(m.get("content", "")), "o200k_base") for m in messages)
+        prompt_tokens = sum(count_tokens(str(m.get("content", "")), PROVIDER_ENCODING) for m in messages)
         STATS.prompt_tokens += prompt_tokens
         STATS.first_messages.append(str(messages[0].get("content", "")) if messages else "")
         STATS.started.append(time.monotonic())
@@ -153,7 +154,7 @@ class FakeLLM(CustomLLM):
                 await self._inject_fault(options, model)
         finally:
             STATS.in_flight -= 1
-        completion_tokens = count_tokens(text, "o200k_base")
+        completion_tokens = count_tokens(text, PROVIDER_ENCODING)
         max_tokens = (kwargs.get("optional_params") or {}).get("max_tokens")
         if max_tokens and completion_tokens > max_tokens:  # cut where a real model stops
             text, finish, completion_tokens = _first_tokens(text, int(max_tokens)), "length", int(max_tokens)
@@ -170,7 +171,7 @@ class FakeLLM(CustomLLM):
     def _cached_prefix(self, options: Options, messages: list) -> int:
         """What OpenAI's prompt cache would serve: the longest prefix shared with an earlier prompt, counted
         in blocks of 128 tokens, once it reaches 1,024 tokens (a prompt's static part must come first)."""
-        tokens = get_encoding("o200k_base").encode_ordinary("\n".join(str(m.get("content", "")) for m in messages))
+        tokens = get_encoding(PROVIDER_ENCODING).encode_ordinary("\n".join(str(m.get("content", "")) for m in messages))
         seen = self._prompts.setdefault(options.key, [])
         shared = max((next((i for i, (a, b) in enumerate(zip(tokens, old, strict=False)) if a != b),
                            min(len(tokens), len(old))) for old in seen), default=0)
@@ -227,7 +228,7 @@ class FakeLLM(CustomLLM):
                                                    response=response)
         model_response.data = [{"object": "embedding", "index": i, "embedding": embed_text(str(t), options.dim)}
                                for i, t in enumerate(input)]
-        tokens = sum(count_tokens(str(t), "o200k_base") for t in input)
+        tokens = sum(count_tokens(str(t), PROVIDER_ENCODING) for t in input)
         model_response.usage = Usage(prompt_tokens=tokens, completion_tokens=0, total_tokens=tokens)
         model_response.model = options.name
         return model_response
@@ -277,7 +278,7 @@ def _rate_limited(model: str, retry_after: float | None) -> Exception:
 
 
 def _first_tokens(text: str, limit: int) -> str:
-    encoding = get_encoding("o200k_base")
+    encoding = get_encoding(PROVIDER_ENCODING)
     return encoding.decode(encoding.encode_ordinary(text)[:limit])
 
 

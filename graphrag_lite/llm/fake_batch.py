@@ -37,7 +37,7 @@ from litellm.types.llms.openai import HttpxBinaryResponseContent, OpenAIFileObje
 from litellm.types.utils import LiteLLMBatch
 from openai.types.batch_request_counts import BatchRequestCounts
 
-from graphrag_lite.llm.fake import Options, _first_tokens, answer
+from graphrag_lite.llm.fake import PROVIDER_ENCODING, Options, _first_tokens, answer
 from graphrag_lite.tokens import count_tokens
 
 SUBMISSIONS = "submissions.jsonl"
@@ -124,11 +124,11 @@ def _answer_line(request: dict[str, Any], options: Options) -> dict[str, Any]:
     text, finish = answer(body["messages"]), "stop"
     if _share(request["custom_id"], "invalid") < options.batch_invalid:  # what no stage accepts from any model
         text, finish = text[: len(text) // 2], "length"
-    completion = count_tokens(text, "o200k_base")
+    completion = count_tokens(text, PROVIDER_ENCODING)
     limit = body.get("max_tokens")
     if limit and completion > limit:
         text, finish, completion = _first_tokens(text, int(limit)), "length", int(limit)
-    prompt = sum(count_tokens(str(m.get("content", "")), "o200k_base") for m in body["messages"])
+    prompt = sum(count_tokens(str(m.get("content", "")), PROVIDER_ENCODING) for m in body["messages"])
     response = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
                 "model": body["model"], "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
                                                   "total_tokens": prompt + completion},

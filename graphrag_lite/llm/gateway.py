@@ -34,7 +34,7 @@ from graphrag_lite.llm.cache import AnswerCache, cache_key
 from graphrag_lite.llm.ledger import BudgetExceeded, CallRecord, Ledger
 from graphrag_lite.llm.limits import ModelLimiter
 from graphrag_lite.llm.structured import ParseError
-from graphrag_lite.tokens import count_tokens
+from graphrag_lite.tokens import count_tokens, counting_encoding
 
 if TYPE_CHECKING:
     from graphrag_lite.llm.batch import Batcher
@@ -42,7 +42,6 @@ if TYPE_CHECKING:
 T = TypeVar("T")
 LOG = logging.getLogger("graphrag_lite.llm")  # retries, in the run's log file (OUTPUT/logs/index.log)
 Messages = list[dict[str, str]]
-TOKEN_ENCODING = "o200k_base"  # for estimates before sending; the provider's count is reconciled after
 UNREACHABLE_AFTER = 3  # connection failures before a model that never answered is declared unreachable
 RETRYABLE_STATUS = {408, 409, 425, 429, 500, 502, 503, 504, 529}
 EMBEDDING_BATCH = (EmbedTextConfig.model_fields["batch_size"].default,  # texts and tokens per embedding call
@@ -288,7 +287,7 @@ class Gateway:
                   finish: str | None = None) -> _Answer:
         """A streamed answer's accounting: the usage the provider sent, or counts of what arrived."""
         prompt_tokens = int(getattr(usage, "prompt_tokens", 0) or estimate())
-        completion_tokens = int(getattr(usage, "completion_tokens", 0) or count_tokens(text, TOKEN_ENCODING))
+        completion_tokens = int(getattr(usage, "completion_tokens", 0) or count_tokens(text))
         cached = provider_cached_tokens(usage)
         return _Answer(text, prompt_tokens, completion_tokens,
                        self._price(model, prompt_tokens, completion_tokens, cached), retries, finish, cached)
@@ -349,7 +348,7 @@ class Gateway:
             vectors = [v if v is not None and len(v) == dimension else None for v in vectors]
         hits = [texts[i] for i, v in enumerate(vectors) if v is not None]
         if hits:  # free now; what they cost when first embedded is counted for "without the cache" figures
-            tokens = sum(count_tokens(t, TOKEN_ENCODING) for t in hits)
+            tokens = sum(count_tokens(t) for t in hits)
             self._record(stage, model_id, "embedding", _Answer("", tokens, 0, self._price(model, tokens, 0), 0), None,
                          0, ok=True)
         fresh = await self._embed_missing(model_id, model, texts, vectors, keys, stage, batch_size, batch_max_tokens)
@@ -411,7 +410,7 @@ class Gateway:
                 raise
 
         def counted() -> int:
-            return estimate or sum(count_tokens(t, TOKEN_ENCODING) for t in items)
+            return estimate or sum(count_tokens(t) for t in items)
 
         try:
             response, retries = await self._with_retries(model_id, model, counted, call, stage, False, 0)
@@ -719,11 +718,16 @@ def prompt_estimate(messages: Messages) -> Callable[[], int]:
     return functools.cache(lambda: sum(message_tokens(content) for content in contents))
 
 
-@functools.lru_cache(maxsize=256)
 def message_tokens(content: str) -> int:
-    """A message's tokens, remembered for the last messages: a follow-up (a gleaning, a correction) sends the
-    conversation so far again, which would otherwise be counted again."""
-    return count_tokens(content, TOKEN_ENCODING) + 4
+    """A message's tokens (estimated before sending; the provider's count is reconciled after)."""
+    return _message_tokens(content, counting_encoding())
+
+
+@functools.lru_cache(maxsize=256)
+def _message_tokens(content: str, encoding: str) -> int:
+    """Remembered for the last messages: a follow-up (a gleaning, a correction) sends the conversation so far
+    again, which would otherwise be counted again."""
+    return count_tokens(content, encoding) + 4
 
 
 def _parse(parser: Callable[[str], Any], answer: _Answer) -> Any:
@@ -816,7 +820,7 @@ def _batches(texts: list[str], size: int, max_tokens: int) -> list[tuple[list[in
     current: list[int] = []
     tokens = 0
     for index, text in enumerate(texts):
-        n = count_tokens(text, TOKEN_ENCODING)
+        n = count_tokens(text)
         if current and (len(current) >= size or tokens + n > max_tokens):
             batches.append((current, tokens))
             current, tokens = [], 0

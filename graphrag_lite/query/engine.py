@@ -47,6 +47,7 @@ from graphrag_lite.query.index import IndexTables
 from graphrag_lite.query.local import LocalContext, build_local_context, name_matches
 from graphrag_lite.query.retrieval import by_keywords, by_vector, fuse, fuse_scores
 from graphrag_lite.tables import plain_json, records
+from graphrag_lite.tokens import count_with
 from graphrag_lite.vector_store import check_embedding_model, connect, read_manifest
 
 DEFAULT_RESPONSE_TYPE = "Multiple Paragraphs"
@@ -92,6 +93,7 @@ class SearchResult:
 class GraphRAG:
     def __init__(self, config: GraphRagConfig, use_cache: bool = True) -> None:
         self.config = config
+        count_with(config.chunking.encoding_model)  # context budgets counted as the text units were cut
         self.index = IndexTables(config)
         self.use_cache = use_cache
         self._gateway: Gateway | None = None

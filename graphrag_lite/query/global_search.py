@@ -28,8 +28,6 @@ from graphrag_lite.query.retrieval import take_turns
 from graphrag_lite.tables import records
 from graphrag_lite.tokens import count_tokens
 
-ENCODING = "o200k_base"
-
 
 class Point(BaseModel):
     description: str
@@ -195,7 +193,7 @@ def reduce_context(points: list[Point], budget: int, report_themes: dict[int, in
     scored = sorted((p for p in points if p.score > 0), key=lambda p: -p.score)
     blocks = [f"----Analyst {i}----\nImportance Score: {p.score:g}\n{p.description}\n\n"
               for i, p in enumerate(scored, start=1)]
-    costs = [count_tokens(block, ENCODING) for block in blocks]
+    costs = [count_tokens(block) for block in blocks]
     chosen: set[int] = set()
     used = 0
 

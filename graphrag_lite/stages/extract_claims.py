@@ -50,10 +50,10 @@ def estimate(ctx: StageContext) -> CallEstimate | None:
     units = ctx.read("base_text_units")
     request = claims_request(ctx.config)
     answered = answered_units(ctx.llm, request, units["text"].tolist())
-    base = count_tokens(fill(request.template, input_text=""), "o200k_base")
+    base = count_tokens(fill(request.template, input_text=""))
     texts = [int(n) for n, known in zip(units["n_tokens"], answered, strict=True) if not known]
     found = gleaning_estimate("extract_claims", cfg.model_id, [base + n for n in texts], texts, cfg.max_gleanings,
-                              count_tokens(CONTINUE_CLAIMS, "o200k_base"), cached=sum(answered))
+                              count_tokens(CONTINUE_CLAIMS), cached=sum(answered))
     found.completion_tokens //= 4  # claims are far fewer than entities and relationships
     return found
 

@@ -33,7 +33,6 @@ from graphrag_lite.pipeline import Stage, StageContext, StageResult
 from graphrag_lite.prompts import fill, section_prompt
 from graphrag_lite.tokens import count_tokens
 
-ESTIMATE_ENCODING = "o200k_base"
 ENTITY_COLUMNS = ["text_unit_id", "name", "type", "description"]
 RELATIONSHIP_COLUMNS = ["text_unit_id", "source", "target", "description", "strength"]
 
@@ -71,11 +70,11 @@ def estimate(ctx: StageContext) -> CallEstimate:
     units = ctx.read("base_text_units")
     request = extraction_request(cfg, ctx.llm)
     answered = answered_units(ctx.llm, request, units["text"].tolist())
-    base = count_tokens(fill(request.template, input_text=""), ESTIMATE_ENCODING)
+    base = count_tokens(fill(request.template, input_text=""))
     texts = [int(n) for n, known in zip(units["n_tokens"], answered, strict=True) if not known]
     asked = FOUND_NAMES.format(names="") + gleaning_prompt(request) if request.compact else CONTINUE_GRAPH
     return gleaning_estimate("extract_graph", cfg.model_id, [base + n for n in texts], texts, cfg.max_gleanings,
-                             count_tokens(asked, ESTIMATE_ENCODING), cached=sum(answered), compact=request.compact)
+                             count_tokens(asked), cached=sum(answered), compact=request.compact)
 
 
 def run(ctx: StageContext) -> StageResult:

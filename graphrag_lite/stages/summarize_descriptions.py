@@ -23,8 +23,6 @@ from graphrag_lite.pipeline import Stage, StageContext, StageResult
 from graphrag_lite.prompts import fill, section_prompt
 from graphrag_lite.tokens import count_tokens
 
-ENCODING = "o200k_base"
-
 
 def run(ctx: StageContext) -> StageResult:
     cfg = ctx.config.summarize_descriptions
@@ -97,7 +95,7 @@ def joined_if_short(descriptions: list[str], cfg: SummarizeDescriptionsConfig) -
     if len(descriptions) > cfg.join_max_descriptions:
         return None
     text = joined(descriptions)
-    return text if count_tokens(text, ENCODING) <= cfg.join_max_tokens else None
+    return text if count_tokens(text) <= cfg.join_max_tokens else None
 
 
 def joined(descriptions: list[str]) -> str:
@@ -109,7 +107,7 @@ async def summarize(gateway: Gateway, cfg: SummarizeDescriptionsConfig, template
                     descriptions: list[str]) -> str:
     """One summary of many descriptions, folding batches that do not fit the input limit."""
     budget = cfg.max_input_tokens - count_tokens(fill(template, entity_name=subject, description_list="",
-                                                      max_length=cfg.max_length), ENCODING)
+                                                      max_length=cfg.max_length))
     while True:
         batches = pack(descriptions, max(budget, 100))
         if len(batches) == len(descriptions):  # every item fills the budget alone: pair them up so each
@@ -126,7 +124,7 @@ def pack(descriptions: list[str], budget: int) -> list[list[str]]:
     batches: list[list[str]] = [[]]
     used = 0
     for text in descriptions:
-        tokens = count_tokens(text, ENCODING) + 1
+        tokens = count_tokens(text) + 1
         if batches[-1] and used + tokens > budget:
             batches.append([])
             used = 0
