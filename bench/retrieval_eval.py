@@ -98,7 +98,8 @@ class Scores:
         if self.latencies:
             ordered = sorted(self.latencies)
             print(f"  local context build: median {statistics.median(ordered) * 1000:.0f} ms, "
-                  f"p95 {ordered[int(0.95 * (len(ordered) - 1))] * 1000:.0f} ms (question embedding included)")
+                  f"p95 {ordered[int(0.95 * (len(ordered) - 1))] * 1000:.0f} ms (question embedding included, "
+                  "when there is one)")
 
 
 def _mean(values: Iterable[float]) -> float:

@@ -294,10 +294,10 @@ class LocalSearchConfig(Section):
     community_prop: float = Field(0.15, ge=0, le=1, description="share of the context for community reports")
     text_unit_prop: float = Field(0.5, ge=0, le=1, description="share of the context for source text units; the "
                                   "rest is for entities, relationships and claims")
-    skip_rows_in_sources: bool = Field(False, description="leave out entity, relationship and claim rows whose "
-                                       "every text unit is among the sources, and give their tokens to more "
-                                       "sources (for graphs whose descriptions are copied sentences: the fast "
-                                       "method)")
+    skip_repeated_descriptions: bool = Field(False, description="leave out the description of an entity, "
+                                             "relationship or claim row whose every text unit is among the "
+                                             "sources (the row stays), and give its tokens to more sources: for "
+                                             "graphs whose descriptions are copied sentences (the fast method)")
     retrieved_text_units: int = Field(50, ge=0, description="text units found for the question directly (vector "
                                       "and keyword search), ranked with the linked entities' units; 0: sources "
                                       "come from the linked entities alone (with fusion, their own units, as in "

@@ -113,18 +113,25 @@ def test_a_relationship_weight_that_is_not_a_number_does_not_empty_the_walk():
     assert list(walk.units)[:2] == ["u0", "u1"]
 
 
-def test_graph_rows_whose_passages_are_all_in_the_sources_give_their_tokens_to_more_sources(tmp_path):
+def test_descriptions_whose_passages_are_all_in_the_sources_give_their_tokens_to_more_sources(tmp_path):
     index = index_of(tmp_path)
     long_unit = "Nobody came to the harbour that winter. " * 80  # does not fit beside the others
     index.text_units.loc[index.text_units["id"] == "u3", "text"] = long_unit
+    index.entities["description"] = [f"{t} is described at length here, in a sentence copied from its passage."
+                                     for t in ENTITIES]
     cfg = dict(max_context_tokens=500, community_prop=0, text_unit_prop=0.5)
     linked = {"e-ADA VALE": 1.0, "e-NOBODY": 0.1}  # u3 ranks last
     kept = build_local_context(index, LocalSearchConfig(**cfg), linked, 2)
-    skipped = build_local_context(index, LocalSearchConfig(**cfg, skip_rows_in_sources=True), linked, 2)
+    skipped = build_local_context(index, LocalSearchConfig(**cfg, skip_repeated_descriptions=True), linked, 2)
     assert [r["entity"] for r in kept.tables[1].rows] == ["ADA VALE", "NOBODY"] and kept.tables[2].rows
-    assert 3 not in [r["id"] for r in skipped.sources.rows]  # u3 is not among the sources: NOBODY's row stays
-    assert [r["entity"] for r in skipped.tables[1].rows] == ["NOBODY"] and not skipped.tables[2].rows
+    assert 3 not in [r["id"] for r in skipped.sources.rows]  # u3 is not among the sources: NOBODY's stays whole
+    entities = {r["entity"]: r["description"] for r in skipped.tables[1].rows}
+    assert entities["ADA VALE"] == "" and entities["NOBODY"].startswith("NOBODY is described")
+    assert all(r["description"] == "" for r in skipped.tables[2].rows) and skipped.tables[2].rows
     assert skipped.sources.rows[:len(kept.sources.rows)] == kept.sources.rows
-    sources = skipped.sections[-1]
-    assert sources.cap > kept.sections[-1].cap and "2 graph rows whose passages are all here left out" in sources.why
-    assert all(s.used <= s.cap for s in skipped.sections)
+    entity_use, relationship_use, sources = skipped.sections[1], skipped.sections[2], skipped.sections[-1]
+    assert (entity_use.left_out, relationship_use.left_out) == (1, len(skipped.tables[2].rows))
+    assert "1 description left out: their passages are all among the sources" in entity_use.why
+    assert relationship_use.cap == kept.sections[2].cap  # what it was offered when it was packed
+    assert sources.cap > kept.sections[-1].cap and sources.used >= kept.sections[-1].used
+    assert skipped.entity_ids == kept.entity_ids and all(s.used <= s.cap for s in skipped.sections)

@@ -12,7 +12,7 @@ from __future__ import annotations
 
 import re
 from collections.abc import Container, Mapping, Sequence
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from typing import Any
 
 import pandas as pd
@@ -35,6 +35,7 @@ class SectionUse:
     rows: int
     candidates: int
     why: str
+    left_out: int = 0  # rows whose description was left out because their passages are all among the sources
 
 
 @dataclass
@@ -95,21 +96,19 @@ def build_local_context(index: IndexTables, cfg: LocalSearchConfig, linked: Rank
     reports = _pack_reports(report_rows, int(budget * cfg.community_prop))
     graph_cap = max(0, budget - int(budget * cfg.community_prop) - int(budget * cfg.text_unit_prop))
     graph = _graph_tables(index, ids, cfg.top_k_relationships, graph_cap)
-    included = {row["id"] for row in graph[1].rows}
-    supported = {uid: tuple(r for r in rel_ids if r in included) for uid, rel_ids in graph[3].items()}
+    included = {row["id"] for row in graph.tables[1].rows}
+    supported = {uid: tuple(r for r in rel_ids if r in included) for uid, rel_ids in graph.relationship_units.items()}
     order = _source_order(index, walk.units if walk else None, ids, supported, list(unit_scores))
     if earlier_order:  # a lead may be wrong: it takes turns with the last quarter of the sources found so far
         kept = int(len(earlier_order) * (1 - LEAD_SHARE))
         order = list(dict.fromkeys([*earlier_order[:kept], *take_turns([list(earlier_order[kept:]), order])]))
-    room, graph_tables = budget - reports.tokens, list(graph[:3])  # room: for the graph tables and the sources
-    sources = _pack_sources(index, order, room - sum(t.tokens for t in graph_tables))
-    skipped = 0
-    if cfg.skip_rows_in_sources:  # a row copied from a passage the sources hold gives its tokens to passages
-        graph_tables = _without_rows_in(graph_tables, set(order[:len(sources.rows)]))
-        skipped = sum(len(t.rows) for t in graph[:3]) - sum(len(t.rows) for t in graph_tables)
-        sources = _pack_sources(index, order, room - sum(t.tokens for t in graph_tables))
-    tables = [reports, *graph_tables, sources]
-    sections = _section_uses(cfg, tables, [len(report_rows), len(ids), *graph[4], len(order)], graph_cap, skipped)
+    sources = _pack_sources(index, order, budget - reports.tokens - graph.tokens)
+    if cfg.skip_repeated_descriptions:  # a description copied from passages the sources hold adds nothing: its
+        graph = graph.without_repeats(set(order[:len(sources.rows)]))  # tokens go to more sources
+        sources = _pack_sources(index, order, budget - reports.tokens - graph.tokens)
+    tables = [reports, *graph.tables, sources]
+    sections = _section_uses(cfg, tables, [len(report_rows), *graph.candidates, len(order)], graph.caps,
+                             [0, *graph.left_out, 0])
     return LocalContext(tables, sections, ids, order)
 
 
@@ -132,33 +131,51 @@ def _pack_reports(report_rows: list[dict[str, Any]], cap: int) -> ContextTable:
     return reports
 
 
-def _graph_tables(index: IndexTables, linked: list[str], per_entity: int, cap: int
-                  ) -> tuple[ContextTable, ContextTable, ContextTable, dict[str, tuple[int, ...]], list[int]]:
-    """Entities, relationships and claims of the linked entities within `cap` tokens, the relationships
-    each text unit supports, and the number of candidate rows of each table."""
+@dataclass
+class GraphTables:
+    tables: list[ContextTable]  # entities, relationships, claims
+    caps: list[int]  # the tokens each table was offered
+    relationship_units: dict[str, tuple[int, ...]]  # text unit id -> the candidate relationships it supports
+    candidates: list[int]  # candidate rows of each table
+    left_out: list[int] = field(default_factory=lambda: [0, 0, 0])  # descriptions left out (without_repeats)
+
+    @property
+    def tokens(self) -> int:
+        return sum(t.tokens for t in self.tables)
+
+    def without_repeats(self, in_sources: set[str]) -> GraphTables:
+        """The tables with no description in the rows whose every text unit is among the sources (the row
+        stays: its names and figures still say what the question is about)."""
+        repeats = [[set(row["text_unit_ids"]) <= in_sources for row in t.rows] for t in self.tables]
+        tables = [pack(t.name, t.columns, [{**row, "description": ""} if repeat else row
+                                           for row, repeat in zip(t.rows, flags, strict=True)], t.tokens)
+                  for t, flags in zip(self.tables, repeats, strict=True)]
+        return GraphTables(tables, self.caps, self.relationship_units, self.candidates, [sum(f) for f in repeats])
+
+
+def _graph_tables(index: IndexTables, linked: list[str], per_entity: int, cap: int) -> GraphTables:
+    """Entities, relationships and claims of the linked entities, in that order within `cap` tokens."""
     selected = index.entities_by_id.loc[linked]
-    entities = pack("Entities", ["id", "entity", "description", "number of relationships"],
-                    [{"id": r["human_readable_id"], "entity": r["title"], "description": r["description"],
-                      "number of relationships": r["degree"], "text_unit_ids": r["text_unit_ids"]}
-                     for r in records(selected)], cap)
     relationship_rows, relationship_units = _relationship_rows(index, linked, per_entity)
-    relationships = pack("Relationships", ["id", "source", "target", "description", "weight", "links"],
-                         relationship_rows, cap - entities.tokens)
-    claim_rows = _claim_rows(index, set(selected["title"]))
-    claims = pack("Claims", ["id", "entity", "type", "status", "description"], claim_rows,
-                  cap - entities.tokens - relationships.tokens)
-    return entities, relationships, claims, relationship_units, [len(relationship_rows), len(claim_rows)]
+    candidates = [[{"id": r["human_readable_id"], "entity": r["title"], "description": r["description"],
+                    "number of relationships": r["degree"], "text_unit_ids": r["text_unit_ids"]}
+                   for r in records(selected)], relationship_rows, _claim_rows(index, set(selected["title"]))]
+    tables: list[ContextTable] = []
+    caps: list[int] = []
+    for name, columns, rows in zip(("Entities", "Relationships", "Claims"), GRAPH_COLUMNS, candidates, strict=True):
+        caps.append(cap - sum(t.tokens for t in tables))
+        tables.append(pack(name, columns, rows, caps[-1]))
+    return GraphTables(tables, caps, relationship_units, [len(c) for c in candidates])
 
 
-def _without_rows_in(tables: list[ContextTable], in_sources: set[str]) -> list[ContextTable]:
-    """The tables without the rows whose every text unit is among the sources."""
-    kept = [[row for row in t.rows if not set(row["text_unit_ids"]) <= in_sources] for t in tables]
-    return [pack(t.name, t.columns, rows, t.tokens) if len(rows) < len(t.rows) else t
-            for t, rows in zip(tables, kept, strict=True)]
+GRAPH_COLUMNS = (["id", "entity", "description", "number of relationships"],
+                 ["id", "source", "target", "description", "weight", "links"],
+                 ["id", "entity", "type", "status", "description"])
 
 
 def _section_uses(cfg: LocalSearchConfig, tables: list[ContextTable], candidates: list[int],
-                  graph_cap: int, skipped: int) -> list[SectionUse]:
+                  graph_caps: list[int], left_out: list[int]) -> list[SectionUse]:
+    """`graph_caps`: the tokens the entities, relationships and claims were offered when they were packed."""
     reports, entities, relationships, claims, sources = tables
     budget = cfg.max_context_tokens
     left = budget - sources.tokens - reports.tokens - entities.tokens - relationships.tokens - claims.tokens
@@ -166,16 +183,17 @@ def _section_uses(cfg: LocalSearchConfig, tables: list[ContextTable], candidates
     ranking = "a graph walk from the linked entities (ppr)" if cfg.source_ranking == "ppr" else \
         "the linked entities' order fused with direct retrieval (fusion)"
     whys = [f"at most community_prop {cfg.community_prop:g} of {budget:,}",
-            f"entities, relationships and claims share at most {graph_cap:,} (1 - community_prop - text_unit_prop)",
+            f"entities, relationships and claims share at most {graph_caps[0]:,} (1 - community_prop - "
+            "text_unit_prop)",
             "what the entities left of the graph share", "what the entities and relationships left of the graph share",
             f"the {budget - reports.tokens - graph_used:,} tokens the other sections left "
-            f"(text_unit_prop {cfg.text_unit_prop:g} is its minimum), ranked by {ranking}; {left:,} unused"
-            + (f"; {skipped} graph rows whose passages are all here left out (skip_rows_in_sources)"
-               if skipped else "")]
-    caps = [int(budget * cfg.community_prop), graph_cap, graph_cap - entities.tokens,
-            graph_cap - entities.tokens - relationships.tokens, budget - reports.tokens - graph_used]
-    return [SectionUse(t.name, cap, t.tokens, len(t.rows), n, why)
-            for t, cap, n, why in zip(tables, caps, candidates, whys, strict=True)]
+            f"(text_unit_prop {cfg.text_unit_prop:g} is its minimum), ranked by {ranking}; {left:,} unused"]
+    whys = [why + (f"; {n} {'description' if n == 1 else 'descriptions'} left out: their passages are all among "
+                   "the sources (skip_repeated_descriptions)" if n else "")
+            for why, n in zip(whys, left_out, strict=True)]
+    caps = [int(budget * cfg.community_prop), *graph_caps, budget - reports.tokens - graph_used]
+    return [SectionUse(t.name, cap, t.tokens, len(t.rows), n, why, out)
+            for t, cap, n, why, out in zip(tables, caps, candidates, whys, left_out, strict=True)]
 
 
 def _report_rows(index: IndexTables, linked: list[str], level: int) -> list[dict[str, Any]]:
