@@ -3,12 +3,17 @@ tables."""
 
 from __future__ import annotations
 
+import json
 import math
-from datetime import date, datetime
+from datetime import UTC, date, datetime
 from typing import Any
 
 import numpy as np
 import pandas as pd
+from pydantic import BaseModel, Field, field_validator
+
+from graphrag_lite.ids import stable_id
+from graphrag_lite.llm.structured import number_from_text
 
 # The tables an index is read from, with Microsoft GraphRAG's names and columns (the last two of
 # community_reports are ours: whether the report was written, and what it was written from). Kinds: str, int,
@@ -35,6 +40,61 @@ INDEX_TABLES: dict[str, dict[str, str]] = {
                    "start_date": "str", "end_date": "str", "source_text": "str", "text_unit_id": "str"},
 }
 _DTYPES = {"str": "str", "int": "int64", "float": "float64", "list": "object", "any": "object"}
+
+
+# A community report: the model an LLM's answer is validated against (the extractive reports build the same),
+# and its row of the community_reports table.
+REPORT_COLUMNS = list(INDEX_TABLES["community_reports"])
+COLUMN = {name: i for i, name in enumerate(REPORT_COLUMNS)}  # a report row's fields by name
+
+
+class Finding(BaseModel):
+    summary: str = Field(min_length=1)
+    explanation: str
+
+
+class Report(BaseModel):
+    title: str = Field(min_length=1)
+    summary: str = Field(min_length=1)
+    rating: float = Field(ge=0, le=10)
+    rating_explanation: str = ""
+    findings: list[Finding] = Field(default_factory=list)  # a report with a summary and no finding still informs
+
+    @field_validator("title", "summary")
+    @classmethod
+    def stripped(cls, value: str) -> str:
+        return value.strip()
+
+    @field_validator("rating", mode="before")
+    @classmethod
+    def number(cls, value: object) -> object:
+        return number_from_text(value, scale=10)
+
+
+def full_content(report: Report) -> str:
+    """GraphRAG's markdown rendering of a report."""
+    parts = [f"# {report.title}", report.summary] + [f"## {f.summary}\n\n{f.explanation}" for f in report.findings]
+    return "\n\n".join(parts)
+
+
+
+
+def report_row(record: dict[str, Any], report: Report | None, status: str, digest: str) -> tuple[Any, ...]:
+    """A community's report row; with no report, a row whose `status` says why (queries skip it, a re-run
+    writes it)."""
+    number = int(record["community"])
+    children = [int(c) for c in record["children"]]
+    period = datetime.now(UTC).date().isoformat()
+    base = (stable_id("community_report", record["id"]), number, number, int(record["level"]), int(record["parent"]),
+            children)
+    if report is None:  # kept, so queries can tell the report is missing and a re-run knows what to redo
+        return (*base, f"Community {number} (report missing)", "", "", float("nan"), "", [], "", period,
+                int(record["size"]), status, digest)
+    findings = [f.model_dump() for f in report.findings]
+    return (*base, report.title, report.summary, full_content(report), float(report.rating),
+            report.rating_explanation, findings, json.dumps(report.model_dump(), ensure_ascii=False), period,
+            int(record["size"]), status, digest)
+
 
 
 def written_by(table: str) -> str:

@@ -32,8 +32,8 @@ from graphrag_lite.llm.fake import scripted
 from graphrag_lite.llm.gateway import Gateway, LLMCallError
 from graphrag_lite.llm.structured import json_parser
 from graphrag_lite.query.global_search import MapAnswer, parse_rating
-from graphrag_lite.stages.community_reports import Report
 from graphrag_lite.stages.summarize_descriptions import summary_parser
+from graphrag_lite.tables import Report
 
 REPLIES = Path(__file__).parent / "data" / "replies"
 TEXT = (REPLIES / "INPUT.txt").read_text(encoding="utf-8")

@@ -14,7 +14,7 @@ from graphrag_lite.config import load_config
 from graphrag_lite.graph import report_context
 from graphrag_lite.graph.report_context import ChildReport, ContextBuilder
 from graphrag_lite.llm.structured import ParseError, json_parser
-from graphrag_lite.stages.community_reports import Report
+from graphrag_lite.tables import Report
 from graphrag_lite.tokens import count_tokens
 from graphrag_lite.vector_store import IndexMismatchError, check_embedding_model, connect
 from tests.conftest import DATA, check_index, make_project
@@ -87,7 +87,7 @@ def test_contexts_fit_the_budget_and_count_each_row_once(novella, monkeypatch):
     communities = table(novella, "communities")
     calls = []
     real = report_context.count_tokens
-    monkeypatch.setattr(report_context, "count_tokens", lambda text, enc: calls.append(1) or real(text, enc))
+    monkeypatch.setattr(report_context, "count_tokens", lambda text, enc=None: calls.append(1) or real(text, enc))
     builder = builder_for(novella, 400)
     counted_at_start = len(calls)
     assert counted_at_start == len(builder.entities) + len(builder.relationships) + 4  # rows + headers, once

@@ -11,55 +11,19 @@ marked for a re-run, which regenerates only the missing reports (the others come
 from __future__ import annotations
 
 import asyncio
-import json
 from collections.abc import Callable, Coroutine
-from datetime import UTC, datetime
 from typing import Any
 
 import pandas as pd
-from pydantic import BaseModel, Field, field_validator
 
 from graphrag_lite.graph.report_context import ChildReport, Context, ContextBuilder
 from graphrag_lite.ids import stable_id
 from graphrag_lite.llm.gateway import Gateway, gather_all
 from graphrag_lite.llm.per_item import attempt
-from graphrag_lite.llm.structured import json_parser, number_from_text
+from graphrag_lite.llm.structured import json_parser
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 from graphrag_lite.prompts import fill, section_prompt
-
-REPORT_COLUMNS = ["id", "human_readable_id", "community", "level", "parent", "children", "title", "summary",
-                  "full_content", "rank", "rating_explanation", "findings", "full_content_json", "period", "size",
-                  "status", "inputs_digest"]
-COLUMN = {name: i for i, name in enumerate(REPORT_COLUMNS)}  # a report row's fields by name
-
-
-class Finding(BaseModel):
-    summary: str = Field(min_length=1)
-    explanation: str
-
-
-class Report(BaseModel):
-    title: str = Field(min_length=1)
-    summary: str = Field(min_length=1)
-    rating: float = Field(ge=0, le=10)
-    rating_explanation: str = ""
-    findings: list[Finding] = Field(default_factory=list)  # a report with a summary and no finding still informs
-
-    @field_validator("title", "summary")
-    @classmethod
-    def stripped(cls, value: str) -> str:
-        return value.strip()
-
-    @field_validator("rating", mode="before")
-    @classmethod
-    def number(cls, value: object) -> object:
-        return number_from_text(value, scale=10)
-
-
-def full_content(report: Report) -> str:
-    """GraphRAG's markdown rendering of a report."""
-    parts = [f"# {report.title}", report.summary] + [f"## {f.summary}\n\n{f.explanation}" for f in report.findings]
-    return "\n\n".join(parts)
+from graphrag_lite.tables import COLUMN, REPORT_COLUMNS, Report, report_row
 
 
 def run(ctx: StageContext) -> StageResult:
@@ -178,21 +142,6 @@ def kept_row(record: dict[str, Any], kept: dict[str, Any], digest: str) -> tuple
     return (stable_id("community_report", record["id"]), number, number, int(record["level"]),
             int(record["parent"]), [int(c) for c in record["children"]],
             *(kept[c] for c in REPORT_COLUMNS[COLUMN["title"]:COLUMN["size"]]), int(record["size"]), "ok", digest)
-
-
-def report_row(record: dict[str, Any], report: Report | None, status: str, digest: str) -> tuple[Any, ...]:
-    number = int(record["community"])
-    children = [int(c) for c in record["children"]]
-    period = datetime.now(UTC).date().isoformat()
-    base = (stable_id("community_report", record["id"]), number, number, int(record["level"]), int(record["parent"]),
-            children)
-    if report is None:  # kept, so queries can tell the report is missing and a re-run knows what to redo
-        return (*base, f"Community {number} (report missing)", "", "", float("nan"), "", [], "", period,
-                int(record["size"]), status, digest)
-    findings = [f.model_dump() for f in report.findings]
-    return (*base, report.title, report.summary, full_content(report), float(report.rating),
-            report.rating_explanation, findings, json.dumps(report.model_dump(), ensure_ascii=False), period,
-            int(record["size"]), status, digest)
 
 
 STAGE = Stage(

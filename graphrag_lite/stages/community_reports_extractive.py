@@ -18,8 +18,7 @@ import pandas as pd
 from graphrag_lite.graph.resolution import normalize_name
 from graphrag_lite.nlp.extractor import sentences
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
-from graphrag_lite.stages.community_reports import REPORT_COLUMNS, Finding, Report, report_row
-from graphrag_lite.tables import records
+from graphrag_lite.tables import REPORT_COLUMNS, Finding, Report, records, report_row
 
 MAX_FINDINGS = 5
 
