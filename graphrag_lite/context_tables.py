@@ -19,6 +19,10 @@ class ContextTable:
     rows: list[dict[str, Any]] = field(default_factory=list)
     tokens: int = 0
 
+    def column_rows(self) -> list[dict[str, Any]]:
+        """The rows as the context shows them: its columns only (a row may carry more, e.g. its text units)."""
+        return [{c: row[c] for c in self.columns} for row in self.rows]
+
     def render(self) -> str:
         if not self.rows:
             return ""

@@ -333,8 +333,8 @@ class GraphRAG:
         context_text = render(tables)
         system = fill(prompt, context_data=context_text, response_type=response_type)
         answer = await self._generate(model_id, system, question, f"query_{method}", on_piece, tables)
-        return SearchResult(method, question, answer, context_text, {t.name: t.rows for t in tables}, self._usage(),
-                            budgets=budgets, _index=self.index)
+        return SearchResult(method, question, answer, context_text, {t.name: t.column_rows() for t in tables},
+                            self._usage(), budgets=budgets, _index=self.index)
 
     def _global_evidence(self, question: str, level: int, on_piece: OnPiece | None) -> SearchResult:
         """With no chat model: the reports of the level that match the question's words best."""

@@ -263,7 +263,7 @@ def _add_search_routes(app: FastAPI) -> None:
                                                 else body.community_level)
             tables, budgets = local.tables, local.budgets
         return {"method": method, "question": body.question, "context_text": render(tables),
-                "context": {t.name: t.rows for t in tables}, "budgets": budgets}
+                "context": {t.name: t.column_rows() for t in tables}, "budgets": budgets}
 
 
 def _json(result: SearchResult) -> JSONResponse:
