@@ -5,8 +5,11 @@ from __future__ import annotations
 
 import json
 import math
+import types
+import typing
+from collections.abc import Sequence
 from datetime import UTC, date, datetime
-from typing import Any
+from typing import Any, TypedDict, TypeVar
 
 import numpy as np
 import pandas as pd
@@ -16,29 +19,132 @@ from graphrag_lite.ids import stable_id
 from graphrag_lite.llm.structured import number_from_text
 
 # The tables an index is read from, with Microsoft GraphRAG's names and columns (the last two of
-# community_reports are ours: whether the report was written, and what it was written from). Kinds: str, int,
-# float, list (a list or array per row), any. Which stage writes each: the stage registry (`written_by`).
+# community_reports are ours: whether the report was written, and what it was written from): one typed row
+# per table, which code that iterates over a table's rows reads (`typed_records`), and from which the
+# schema's kinds are derived (str, int, float, list: a list or array per row, any). Which stage writes
+# each table: the stage registry (`written_by`).
+
+
+class DocumentRow(TypedDict):
+    id: str
+    human_readable_id: int
+    title: str
+    text: str
+    text_unit_ids: Sequence[str]
+    creation_date: str
+    raw_data: Any
+    metadata: Any
+
+
+class TextUnitRow(TypedDict):
+    id: str
+    human_readable_id: int
+    text: str
+    n_tokens: int
+    document_id: str
+    entity_ids: Sequence[str]
+    relationship_ids: Sequence[str]
+    covariate_ids: Sequence[str]
+
+
+class EntityRow(TypedDict):
+    id: str
+    human_readable_id: int
+    title: str
+    type: str
+    description: str
+    text_unit_ids: Sequence[str]
+    frequency: int
+    degree: int
+    other_types: Sequence[str]
+
+
+class RelationshipRow(TypedDict):
+    id: str
+    human_readable_id: int
+    source: str
+    target: str
+    description: str
+    weight: float
+    combined_degree: int
+    text_unit_ids: Sequence[str]
+
+
+class CommunityRow(TypedDict):
+    id: str
+    human_readable_id: int
+    community: int
+    level: int
+    parent: int
+    children: Sequence[int]
+    title: str
+    entity_ids: Sequence[str]
+    relationship_ids: Sequence[str]
+    text_unit_ids: Sequence[str]
+    period: str
+    size: int
+
+
+class CommunityReportRow(TypedDict):
+    id: str
+    human_readable_id: int
+    community: int
+    level: int
+    parent: int
+    children: Sequence[int]
+    title: str
+    summary: str
+    full_content: str
+    rank: float
+    rating_explanation: str
+    findings: Sequence[Any]
+    full_content_json: str
+    period: str
+    size: int
+    status: str  # ok, or why the report is missing
+    inputs_digest: str  # what it was written from (facts, model, prompt)
+
+
+class CovariateRow(TypedDict):
+    id: str
+    human_readable_id: int
+    covariate_type: str
+    type: str
+    description: str
+    subject_id: str
+    object_id: str
+    status: str
+    start_date: str | None
+    end_date: str | None
+    source_text: str
+    text_unit_id: str
+
+
+ROW_TYPES: dict[str, Any] = {"documents": DocumentRow, "text_units": TextUnitRow, "entities": EntityRow,
+                             "relationships": RelationshipRow, "communities": CommunityRow,
+                             "community_reports": CommunityReportRow, "covariates": CovariateRow}
+Row = TypeVar("Row")
+
+
+def _kind(annotation: Any) -> str:
+    origin = typing.get_origin(annotation)
+    if origin is not None and origin not in (types.UnionType, typing.Union):
+        return "list"
+    if annotation is Any:
+        return "any"
+    return {int: "int", float: "float"}.get(annotation, "str")  # str, and str | None (a claim's dates)
+
+
 INDEX_TABLES: dict[str, dict[str, str]] = {
-    "documents": {"id": "str", "human_readable_id": "int", "title": "str", "text": "str", "text_unit_ids": "list",
-                  "creation_date": "str", "raw_data": "any", "metadata": "any"},
-    "text_units": {"id": "str", "human_readable_id": "int", "text": "str", "n_tokens": "int", "document_id": "str",
-                   "entity_ids": "list", "relationship_ids": "list", "covariate_ids": "list"},
-    "entities": {"id": "str", "human_readable_id": "int", "title": "str", "type": "str", "description": "str",
-                 "text_unit_ids": "list", "frequency": "int", "degree": "int", "other_types": "list"},
-    "relationships": {"id": "str", "human_readable_id": "int", "source": "str", "target": "str",
-                      "description": "str", "weight": "float", "combined_degree": "int", "text_unit_ids": "list"},
-    "communities": {"id": "str", "human_readable_id": "int", "community": "int", "level": "int", "parent": "int",
-                    "children": "list", "title": "str", "entity_ids": "list", "relationship_ids": "list",
-                    "text_unit_ids": "list", "period": "str", "size": "int"},
-    "community_reports": {"id": "str", "human_readable_id": "int", "community": "int", "level": "int",
-                          "parent": "int", "children": "list", "title": "str", "summary": "str",
-                          "full_content": "str", "rank": "float", "rating_explanation": "str", "findings": "list",
-                          "full_content_json": "str", "period": "str", "size": "int", "status": "str",
-                          "inputs_digest": "str"},
-    "covariates": {"id": "str", "human_readable_id": "int", "covariate_type": "str", "type": "str",
-                   "description": "str", "subject_id": "str", "object_id": "str", "status": "str",
-                   "start_date": "str", "end_date": "str", "source_text": "str", "text_unit_id": "str"},
-}
+    name: {column: _kind(annotation) for column, annotation in typing.get_type_hints(row).items()}
+    for name, row in ROW_TYPES.items()}
+
+
+def typed_records(frame: pd.DataFrame, row: type[Row]) -> list[Row]:
+    """A table's rows as its typed rows (an index table read by IndexTables or a stage, so its schema holds)."""
+    return typing.cast(list[Row], records(frame))
+
+
 _DTYPES = {"str": "str", "int": "int64", "float": "float64", "list": "object", "any": "object"}
 
 
@@ -79,7 +185,7 @@ def full_content(report: Report) -> str:
 
 
 
-def report_row(record: dict[str, Any], report: Report | None, status: str, digest: str) -> tuple[Any, ...]:
+def report_row(record: CommunityRow, report: Report | None, status: str, digest: str) -> tuple[Any, ...]:
     """A community's report row; with no report, a row whose `status` says why (queries skip it, a re-run
     writes it)."""
     number = int(record["community"])

@@ -46,7 +46,7 @@ from graphrag_lite.query.hops import HopRound, follow_up_query, hop_context, mer
 from graphrag_lite.query.index import IndexTables
 from graphrag_lite.query.local import LocalContext, build_local_context, name_matches
 from graphrag_lite.query.retrieval import by_keywords, by_vector, fuse, fuse_scores
-from graphrag_lite.tables import plain_json, records
+from graphrag_lite.tables import CommunityReportRow, TextUnitRow, plain_json, typed_records
 from graphrag_lite.tokens import count_with
 from graphrag_lite.vector_store import check_embedding_model, connect, read_manifest
 
@@ -241,7 +241,7 @@ class GraphRAG:
             rankings.insert(0, by_vector(self._db(), "text_unit_text",
                                          await self.embed_question(cfg.embedding_model_id, question), cfg.k))
         found = fuse(rankings, cfg.k)
-        units = records(self.index.text_units.set_index("id", drop=False).loc[found])
+        units = typed_records(self.index.text_units.set_index("id", drop=False).loc[found], TextUnitRow)
         return pack("Sources", ["id", "text"], [{"id": int(u["human_readable_id"]), "text": u["text"]}
                                                 for u in units], cfg.max_context_tokens)
 
@@ -341,7 +341,7 @@ class GraphRAG:
         cfg = self.config.global_search
         selection = select_reports(self.index, level, cfg.min_community_rank)
         matched = by_keywords(self._db(), "community_full_content", question, 50)
-        by_id = {r["id"]: r for r in records(selection.reports)}
+        by_id = {r["id"]: r for r in typed_records(selection.reports, CommunityReportRow)}
         ranked = [r for r in matched if r in by_id] or list(by_id)[:5]
         rows = [{"id": int(by_id[r]["community"]), "title": by_id[r]["title"], "content": by_id[r]["summary"],
                  "rank": by_id[r]["rank"]} for r in ranked]

@@ -25,7 +25,7 @@ from graphrag_lite.llm.structured import ParseError, json_parser, number_from_te
 from graphrag_lite.query.citations import cited_ids
 from graphrag_lite.query.index import IndexTables
 from graphrag_lite.query.retrieval import take_turns
-from graphrag_lite.tables import records
+from graphrag_lite.tables import CommunityReportRow, typed_records
 from graphrag_lite.tokens import count_tokens
 
 
@@ -151,7 +151,7 @@ def map_batches(reports: pd.DataFrame, budget: int, themes: dict[int, int]) -> l
     of points, and the fewer themes it reads, the larger each one's share. Within a batch the themes take
     turns, so every theme's best report is near the top, where a model reads most carefully."""
     rows = [{"id": int(r["community"]), "title": r["title"], "content": r["full_content"], "rank": r["rank"]}
-            for r in records(by_theme(reports, themes))]
+            for r in typed_records(by_theme(reports, themes), CommunityReportRow)]
     batches: list[ContextTable] = []
     while rows:
         batch = pack("Reports", REPORT_COLUMNS, rows, budget)
@@ -276,7 +276,8 @@ def no_answer(question: str, selection: ReportSelection, level: int) -> str:
         why = "; ".join(reasons) or "the graph has no communities"
         return (f"The index has no community reports to search at level {level} ({why}), so global search has "
                 "nothing to answer from. Try basic search.")
-    titles = "; ".join(f"{int(r['community'])}: {r['title']}" for r in records(selection.reports.head(10)))
+    titles = "; ".join(f"{int(r['community'])}: {r['title']}"
+                       for r in typed_records(selection.reports.head(10), CommunityReportRow))
     more = f" and {len(selection.reports) - 10} more" if len(selection.reports) > 10 else ""
     return (f"No community report at level {level} held information relevant to this question, so there is no "
             f"answer to give. Considered {len(selection.reports)} reports ({titles}{more}). Try local search for "

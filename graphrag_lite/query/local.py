@@ -22,7 +22,7 @@ from graphrag_lite.context_tables import ContextTable, pack
 from graphrag_lite.graph.resolution import normalize_name
 from graphrag_lite.query.index import IndexTables
 from graphrag_lite.query.retrieval import RRF_K, fuse, take_turns
-from graphrag_lite.tables import records
+from graphrag_lite.tables import CommunityReportRow, CovariateRow, EntityRow, records, typed_records
 
 
 @dataclass
@@ -159,7 +159,8 @@ def _graph_tables(index: IndexTables, linked: list[str], per_entity: int, cap: i
     relationship_rows, relationship_units = _relationship_rows(index, linked, per_entity)
     candidates = [[{"id": r["human_readable_id"], "entity": r["title"], "description": r["description"],
                     "number of relationships": r["degree"], "text_unit_ids": r["text_unit_ids"]}
-                   for r in records(selected)], relationship_rows, _claim_rows(index, set(selected["title"]))]
+                   for r in typed_records(selected, EntityRow)],
+                  relationship_rows, _claim_rows(index, set(selected["title"]))]
     tables: list[ContextTable] = []
     caps: list[int] = []
     for name, columns, rows in zip(("Entities", "Relationships", "Claims"), GRAPH_COLUMNS, candidates, strict=True):
@@ -205,7 +206,8 @@ def _report_rows(index: IndexTables, linked: list[str], level: int) -> list[dict
         if eid in deepest:
             counts[deepest[eid][1]] = counts.get(deepest[eid][1], 0) + 1
     reports = index.reports[(index.reports["community"].isin(list(counts))) & (index.reports["status"] == "ok")]
-    ranked = sorted(records(reports), key=lambda r: (-counts[int(r["community"])], -float(r["rank"])))
+    ranked = sorted(typed_records(reports, CommunityReportRow),
+                    key=lambda r: (-counts[int(r["community"])], -float(r["rank"])))
     return [{"id": int(r["community"]), "title": r["title"], "content": r["full_content"], "summary": r["summary"]}
             for r in ranked]
 
@@ -240,7 +242,8 @@ def _relationship_rows(index: IndexTables, linked: list[str], per_entity: int
 def _claim_rows(index: IndexTables, titles: set[str]) -> list[dict[str, Any]]:
     claims = index.covariates[index.covariates["subject_id"].isin(titles)]
     return [{"id": int(c["human_readable_id"]), "entity": c["subject_id"], "type": c["type"], "status": c["status"],
-             "description": c["description"], "text_unit_ids": [c["text_unit_id"]]} for c in records(claims)]
+             "description": c["description"], "text_unit_ids": [c["text_unit_id"]]}
+            for c in typed_records(claims, CovariateRow)]
 
 
 def _source_order(index: IndexTables, walked: dict[str, float] | None, linked: list[str],

@@ -23,7 +23,7 @@ from graphrag_lite.llm.per_item import attempt
 from graphrag_lite.llm.structured import json_parser
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 from graphrag_lite.prompts import fill, section_prompt
-from graphrag_lite.tables import COLUMN, REPORT_COLUMNS, Report, report_row
+from graphrag_lite.tables import COLUMN, REPORT_COLUMNS, CommunityRow, Report, report_row, typed_records
 
 
 def run(ctx: StageContext) -> StageResult:
@@ -88,12 +88,12 @@ class ReportWriter:
                  run: Callable[[Coroutine[Any, Any, Any]], Any] = asyncio.run
                  ) -> tuple[list[tuple[Any, ...]], dict[int, Context]]:
         """`run`: runs the writing to its end (the pipeline's event loop, in a stage)."""
-        records = [{str(k): v for k, v in r.items()} for r in communities.to_dict("records")]
+        records = typed_records(communities, CommunityRow)
         contexts: dict[int, Context] = {}
         rows = run(self._write_all(records, contexts, advance)) if records else []
         return rows, contexts
 
-    async def _write_all(self, records: list[dict[str, Any]], contexts: dict[int, Context],
+    async def _write_all(self, records: list[CommunityRow], contexts: dict[int, Context],
                          advance: Callable[[], None]) -> list[tuple[Any, ...]]:
         loop = asyncio.get_running_loop()
         # each community's report as its parent would use it; None when it failed
@@ -101,7 +101,7 @@ class ReportWriter:
                                                                    for r in records}
         return await gather_all(self._one(r, reports, contexts, advance) for r in records)
 
-    async def _one(self, record: dict[str, Any], reports: dict[int, asyncio.Future[ChildReport | None]],
+    async def _one(self, record: CommunityRow, reports: dict[int, asyncio.Future[ChildReport | None]],
                    contexts: dict[int, Context], advance: Callable[[], None]) -> tuple[Any, ...]:
         number = int(record["community"])
         entity_ids, relationship_ids = list(record["entity_ids"]), list(record["relationship_ids"])
@@ -136,7 +136,7 @@ class ReportWriter:
         return (done.value.value, "ok") if done.value is not None else (None, str(done.error))
 
 
-def kept_row(record: dict[str, Any], kept: dict[str, Any], digest: str) -> tuple[Any, ...]:
+def kept_row(record: CommunityRow, kept: dict[str, Any], digest: str) -> tuple[Any, ...]:
     """A previous report as it was, in its community's place now (number, parent, children, size)."""
     number = int(record["community"])
     return (stable_id("community_report", record["id"]), number, number, int(record["level"]),

@@ -18,7 +18,7 @@ import pandas as pd
 from graphrag_lite.graph.resolution import normalize_name
 from graphrag_lite.nlp.extractor import sentences
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
-from graphrag_lite.tables import REPORT_COLUMNS, Finding, Report, records, report_row
+from graphrag_lite.tables import REPORT_COLUMNS, CommunityRow, Finding, Report, report_row, typed_records
 
 MAX_FINDINGS = 5
 
@@ -42,7 +42,7 @@ def extractive_reports(communities: pd.DataFrame, entities: pd.DataFrame, relati
                                               strict=True)}
     title_to_id = {t: e for e, t in titles.items()}
     rows = []
-    for record in records(communities):
+    for record in typed_records(communities, CommunityRow):
         members = set(record["entity_ids"])
         inside: Counter[str] = Counter()
         for rid in record["relationship_ids"]:
