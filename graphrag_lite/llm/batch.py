@@ -36,6 +36,7 @@ from graphrag_lite.llm.gateway import (
     _status,
     is_local_model,
     key_problem,
+    message_tokens,
     model_price,
     priced,
     unit_prices,
@@ -84,8 +85,8 @@ class _Request:
     waiting: list[asyncio.Future[_Answer]] = field(default_factory=list)  # a call each (the same call twice)
 
     def prompt_tokens(self) -> int:
-        """As the gateway counts a prompt before sending it (4 a message for its role and framing)."""
-        return sum(count_tokens(m["content"]) + 4 for m in self.messages)
+        """As the gateway counts a prompt before sending it."""
+        return sum(message_tokens(m["content"]) for m in self.messages)
 
 
 @dataclass
