@@ -73,7 +73,3 @@ def ordered(table: pd.DataFrame) -> pd.DataFrame:
 
 def differs_text(own: dict[str, Any]) -> str:
     return "; ".join(f"{k}={v}" for k, v in own.items()) or "(base)"
-
-
-def is_missing(value: Any) -> bool:
-    return value is None or (isinstance(value, float) and math.isnan(value))

@@ -33,6 +33,7 @@ from graphrag_lite.extraction.tuples import COMPLETION_DELIMITER, ParsedReply
 from graphrag_lite.llm.gateway import Gateway, LLMCallError
 from graphrag_lite.llm.per_item import for_each
 from graphrag_lite.llm.structured import ParseError, strip_reasoning
+from graphrag_lite.pipeline import StageResult
 from graphrag_lite.prompts import fill
 
 CONTINUE_GRAPH = ("MANY entities and relationships were missed in the last extraction. Remember to ONLY emit "
@@ -234,18 +235,10 @@ async def extract_units(gateway: Gateway, request: ExtractionRequest, units: pd.
     return outcomes
 
 
-@dataclass
-class OutcomeSummary:
-    """What a stage reports about its units: problems for the terminal and stats.json, figures for details."""
-
-    problems: list[str]
-    details: dict[str, object]
-    line: str
-    complete: bool
-
-
-def summarize_outcomes(outcomes: list[UnitOutcome], units: pd.DataFrame, records: int, what: str
-                       ) -> OutcomeSummary:
+def extraction_result(outcomes: list[UnitOutcome], units: pd.DataFrame, tables: dict[str, pd.DataFrame],
+                      records: int, what: str) -> StageResult:
+    """The stage's result: its `tables`, and what it reports about its units (problems for the terminal and
+    stats.json, figures for the details; incomplete when a unit failed or was partly extracted)."""
     readable = dict(zip(units["id"], units["human_readable_id"], strict=True))
     problems, dropped, ungrounded, created = [], [], [], []
     for outcome in outcomes:
@@ -273,5 +266,5 @@ def summarize_outcomes(outcomes: list[UnitOutcome], units: pd.DataFrame, records
                "failed_share": round(failed / total, 4), "dropped_records": dropped, "ungrounded_records": ungrounded,
                "entities_from_relationship_ends": created,
                "calls_per_unit": round(sum(o.calls for o in outcomes) / total, 3)}
-    return OutcomeSummary(problems, details, line, complete=not failed and not partly)
+    return StageResult(tables, line, problems, details, complete=not failed and not partly)
 

@@ -16,7 +16,7 @@ from graphrag_lite.extraction.gleaning import (
     ExtractionRequest,
     answered_units,
     extract_units,
-    summarize_outcomes,
+    extraction_result,
 )
 from graphrag_lite.extraction.tuples import COMPLETION_DELIMITER, RECORD_DELIMITER, TUPLE_DELIMITER, parse_claims_reply
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
@@ -69,14 +69,8 @@ def run(ctx: StageContext) -> StageResult:
         outcomes = ctx.run(extract_units(ctx.llm, request, units, advance))
     rows = [(o.text_unit_id, c.subject, c.object, c.type, c.status, c.start_date, c.end_date, c.description,
              c.source_text) for o in outcomes if o.parsed is not None for c in o.parsed.claims]
-    summary = summarize_outcomes(outcomes, units, len(rows), f"{len(rows)} claims")
-    return StageResult(
-        tables={"raw_claims": pd.DataFrame(rows, columns=CLAIM_COLUMNS)},
-        summary=summary.line,
-        problems=summary.problems,
-        details=summary.details,
-        complete=summary.complete,
-    )
+    return extraction_result(outcomes, units, {"raw_claims": pd.DataFrame(rows, columns=CLAIM_COLUMNS)}, len(rows),
+                             f"{len(rows)} claims")
 
 
 STAGE = Stage(

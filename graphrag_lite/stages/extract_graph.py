@@ -18,8 +18,8 @@ from graphrag_lite.extraction.gleaning import (
     UnitOutcome,
     answered_units,
     extract_units,
+    extraction_result,
     gleaning_prompt,
-    summarize_outcomes,
 )
 from graphrag_lite.extraction.tuples import (
     COMPLETION_DELIMITER,
@@ -97,16 +97,11 @@ def build_result(outcomes: list[UnitOutcome], units: pd.DataFrame) -> StageResul
         entities += [(outcome.text_unit_id, e.name, e.type, e.description) for e in outcome.parsed.entities]
         relationships += [(outcome.text_unit_id, r.source, r.target, r.description, r.strength)
                           for r in outcome.parsed.relationships]
-    summary = summarize_outcomes(outcomes, units, len(entities) + len(relationships),
-                                 f"{len(entities)} entity and {len(relationships)} relationship records")
-    return StageResult(
-        tables={"raw_entities": pd.DataFrame(entities, columns=ENTITY_COLUMNS),
-                "raw_relationships": pd.DataFrame(relationships, columns=RELATIONSHIP_COLUMNS)},
-        summary=summary.line,
-        problems=summary.problems,
-        details=summary.details,
-        complete=summary.complete,
-    )
+    return extraction_result(outcomes, units, {"raw_entities": pd.DataFrame(entities, columns=ENTITY_COLUMNS),
+                                               "raw_relationships": pd.DataFrame(relationships,
+                                                                                 columns=RELATIONSHIP_COLUMNS)},
+                             len(entities) + len(relationships),
+                             f"{len(entities)} entity and {len(relationships)} relationship records")
 
 
 STAGE = Stage(
