@@ -70,7 +70,9 @@ class RelationshipRow(TypedDict):
     text_unit_ids: Sequence[str]
 
 
-class CommunityRow(TypedDict):
+class _CommunityHead(TypedDict):
+    """The first columns of a community and of its report, in GraphRAG's order."""
+
     id: str
     human_readable_id: int
     community: int
@@ -78,6 +80,9 @@ class CommunityRow(TypedDict):
     parent: int
     children: Sequence[int]
     title: str
+
+
+class CommunityRow(_CommunityHead):
     entity_ids: Sequence[str]
     relationship_ids: Sequence[str]
     text_unit_ids: Sequence[str]
@@ -85,14 +90,7 @@ class CommunityRow(TypedDict):
     size: int
 
 
-class CommunityReportRow(TypedDict):
-    id: str
-    human_readable_id: int
-    community: int
-    level: int
-    parent: int
-    children: Sequence[int]
-    title: str
+class CommunityReportRow(_CommunityHead):
     summary: str
     full_content: str
     rank: float
