@@ -43,20 +43,26 @@ def cell(value: object) -> str:
     return " ".join(str(value).replace("|", "/").split())
 
 
-def pack(name: str, columns: list[str], candidates: Iterable[dict[str, Any]], budget: int) -> ContextTable:
-    """Rows in the given (ranked) order while they fit in `budget` tokens (the header counted once)."""
-    table = ContextTable(name, columns)
-    used = count_tokens(header(name, columns))
+def pack(name: str, columns: list[str], candidates: Iterable[dict[str, Any]], budget: int,
+         after: ContextTable | None = None) -> ContextTable:
+    """Rows in the given (ranked) order while they fit in `budget` tokens (the header counted once);
+    `after`: a table packed before from the same ranking, whose rows come first, not counted again."""
+    table = ContextTable(name, columns, list(after.rows) if after else [])
+    used = after.tokens if after and after.rows else count_tokens(header(name, columns))
     if used >= budget:
         return table
     for row in candidates:
-        cost = count_tokens(row_line([row[c] for c in columns]))
+        cost = row_tokens(columns, row)
         if used + cost > budget:
             break
         table.rows.append(row)
         used += cost
     table.tokens = used if table.rows else 0
     return table
+
+
+def row_tokens(columns: list[str], row: dict[str, Any]) -> int:
+    return count_tokens(row_line([row[c] for c in columns]))
 
 
 def render(tables: list[ContextTable]) -> str:

@@ -18,7 +18,7 @@ from typing import Any
 import pandas as pd
 
 from graphrag_lite.config import LocalSearchConfig
-from graphrag_lite.context_tables import ContextTable, pack
+from graphrag_lite.context_tables import ContextTable, pack, row_tokens
 from graphrag_lite.graph.resolution import normalize_name
 from graphrag_lite.query.index import IndexTables
 from graphrag_lite.query.retrieval import RRF_K, fuse, take_turns
@@ -105,7 +105,7 @@ def build_local_context(index: IndexTables, cfg: LocalSearchConfig, linked: Rank
     sources = _pack_sources(index, order, budget - reports.tokens - graph.tokens)
     if cfg.skip_repeated_descriptions:  # a description copied from passages the sources hold adds nothing: its
         graph = graph.without_repeats(set(order[:len(sources.rows)]))  # tokens go to more sources
-        sources = _pack_sources(index, order, budget - reports.tokens - graph.tokens)
+        sources = _pack_sources(index, order, budget - reports.tokens - graph.tokens, after=sources)
     tables = [reports, *graph.tables, sources]
     sections = _section_uses(cfg, tables, [len(report_rows), *graph.candidates, len(order)], graph.caps,
                              [0, *graph.left_out, 0])
@@ -146,11 +146,18 @@ class GraphTables:
     def without_repeats(self, in_sources: set[str]) -> GraphTables:
         """The tables with no description in the rows whose every text unit is among the sources (the row
         stays: its names and figures still say what the question is about)."""
-        repeats = [[set(row["text_unit_ids"]) <= in_sources for row in t.rows] for t in self.tables]
-        tables = [pack(t.name, t.columns, [{**row, "description": ""} if repeat else row
-                                           for row, repeat in zip(t.rows, flags, strict=True)], t.tokens)
-                  for t, flags in zip(self.tables, repeats, strict=True)]
-        return GraphTables(tables, self.caps, self.relationship_units, self.candidates, [sum(f) for f in repeats])
+        tables, left_out = [], []
+        for table in self.tables:
+            rows, saved, blanked = [], 0, 0
+            for row in table.rows:
+                if set(row["text_unit_ids"]) <= in_sources:
+                    blank = {**row, "description": ""}
+                    saved += row_tokens(table.columns, row) - row_tokens(table.columns, blank)
+                    row, blanked = blank, blanked + 1
+                rows.append(row)
+            tables.append(ContextTable(table.name, table.columns, rows, table.tokens - saved))
+            left_out.append(blanked)
+        return GraphTables(tables, self.caps, self.relationship_units, self.candidates, left_out)
 
 
 def _graph_tables(index: IndexTables, linked: list[str], per_entity: int, cap: int) -> GraphTables:
@@ -263,8 +270,10 @@ def _source_order(index: IndexTables, walked: dict[str, float] | None, linked: l
     return ranked
 
 
-def _pack_sources(index: IndexTables, ranked: list[str], cap: int) -> ContextTable:
-    """The ranked text units while they fit; rows are made as `pack` takes them (it stops at the first that
-    does not fit, so the rest are never made)."""
+def _pack_sources(index: IndexTables, ranked: list[str], cap: int, after: ContextTable | None = None
+                  ) -> ContextTable:
+    """The ranked text units while they fit (`after`: the head already packed); rows are made as `pack` takes
+    them (it stops at the first that does not fit, so the rest are never made)."""
     units = index.units_by_id
-    return pack("Sources", ["id", "text"], ({"id": units[uid][0], "text": units[uid][1]} for uid in ranked), cap)
+    rest = ranked[len(after.rows):] if after else ranked
+    return pack("Sources", ["id", "text"], ({"id": units[uid][0], "text": units[uid][1]} for uid in rest), cap, after)
