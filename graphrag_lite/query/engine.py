@@ -417,11 +417,14 @@ def evidence_answer(tables: list[ContextTable], question: str, per_section: int 
     for table in tables:
         if not table.rows:
             continue
-        lines.append(f"\n{table.name}:")
-        for row in table.rows[:per_section]:
+        shown = table.rows[:per_section]
+        more = f" (the first {len(shown)} of {len(table.rows)}; --json lists all)" if table.rows[len(shown):] else ""
+        lines.append(f"\n{table.name}{more}:")
+        for row in shown:
             label = row.get("entity") or row.get("title") or (f"{row['source']} - {row['target']}"
                                                              if "source" in row else "")
             text = " ".join(str(row.get("description") or row.get("content") or row.get("text") or "").split())
+            text = text or ("(its passages are among the sources)" if "description" in row else "")
             if len(text) > 300:
                 text = _best_sentence(text, question)
             text = text if len(text) <= 300 else text[:299] + "…"
