@@ -450,11 +450,25 @@ def test_content_filter_refusals_do_not_stop_the_run(tmp_path):
 
 
 @pytest.mark.parametrize(("reply", "more"), [("N", False), ("Y", True), ("**Y**", True), ("Yes.", True),
-                                             ("<think>Anything missed? No.</think>\nN", False), ("`N`", False)])
+                                             ("<think>Anything missed? No.</think>\nN", False), ("`N`", False),
+                                             ("Answer: N", False), ("The answer is Y.", True), ("```\nN\n```", False),
+                                             ("No more entities need to be added.", False),
+                                             ("All entities seem to be extracted.\n\nN", False),
+                                             ("Y - some relationships were missed", True)])
 def test_the_check_for_more_records_reads_how_models_answer_it(reply, more):
     from graphrag_lite.extraction.gleaning import yes_or_no
 
     assert yes_or_no(reply) is more
+
+
+@pytest.mark.parametrize("reply", ["", "I believe all entities were extracted.", "Nothing to add here, maybe yes",
+                                   "Yesterday's meeting was mentioned."])
+def test_a_check_answer_with_no_y_or_n_is_asked_again_not_guessed(reply):
+    from graphrag_lite.extraction.gleaning import yes_or_no
+    from graphrag_lite.llm.structured import ParseError
+
+    with pytest.raises(ParseError, match="single letter"):
+        yes_or_no(reply)
 
 
 def test_a_rerun_with_the_same_budget_goes_on_from_the_cache(tmp_path):

@@ -23,6 +23,7 @@ Entities whose names are not in the text unit are then dropped (grounding.py).
 
 from __future__ import annotations
 
+import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
@@ -135,10 +136,18 @@ def echoes(answer: str, source: str) -> bool:
 
 
 def yes_or_no(text: str) -> bool:
-    answer = strip_reasoning(text).strip().strip(".*\"'`").upper()
-    if answer[:1] not in ("Y", "N"):
+    """Y or N where models put it: first ("N.", "**Yes**", "No more"), after "answer" ("Answer: N", "The answer
+    is Y"), or alone on the last line after an explanation."""
+    answer = re.sub(r"[`*_\"']", "", strip_reasoning(text)).strip()
+    found = _FIRST_WORD.match(answer) or _AFTER_ANSWER.search(answer) or _LAST_LINE.search(answer)
+    if found is None:
         raise ParseError("answer with a single letter, Y or N")
-    return answer.startswith("Y")
+    return found.group(1).upper().startswith("Y")
+
+
+_FIRST_WORD = re.compile(r"^\W*(Y|N|YES|NO)\b", re.IGNORECASE)
+_AFTER_ANSWER = re.compile(r"\banswer(?: is)?\W*\b(Y|N|YES|NO)\b", re.IGNORECASE)
+_LAST_LINE = re.compile(r"(?:^|\n)\W*(Y|N|YES|NO)\W*$", re.IGNORECASE)
 
 
 def first_messages(request: ExtractionRequest, text: str) -> list[dict[str, str]]:
