@@ -11,13 +11,16 @@ import traceback
 from collections.abc import Callable, Coroutine, Iterator
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any, TypeVar
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from graphrag_lite.errors import ConfigError, GraphragLiteError, IndexIncomplete, MissingIndex, index_command
+
+if TYPE_CHECKING:
+    from graphrag_lite.config import GraphRagConfig
 
 app = typer.Typer(add_completion=False, no_args_is_help=True, pretty_exceptions_enable=False,
                   help="Build a knowledge-graph index of a folder of documents and query it.")
@@ -137,7 +140,7 @@ def build_index(out: Console, root: Path, config: Path | None, set_: list[str], 
     with batch_progress(out, cfg):
         summary = run_pipeline(cfg, pipeline, out, force=options.force, from_stage=options.from_stage,
                                use_cache=not options.no_cache)
-    print_run_end(out, summary, cfg.root_dir, time.perf_counter() - started)
+    print_run_end(out, summary, next_query(cfg, root, config), time.perf_counter() - started)
     print_batch_end(out, summary, since)
     if summary.problems:
         out.print(f"[yellow]{summary.problems} problems[/yellow], listed in {summary.output_dir}/stats.json")
@@ -495,7 +498,16 @@ def export_neo4j(
 
 
 
-def print_run_end(out: Console, summary: Any, root: Path, seconds: float) -> None:
+def next_query(cfg: GraphRagConfig, root: Path, config: Path | None) -> str:
+    """The query to try after an index run, with this run's --root and --config; --no-model when local search
+    has no chat model, or one whose key is still a placeholder."""
+    chat = cfg.local_search.chat_model_id
+    keyless = chat is None or (chat in cfg.models and cfg.models[chat].placeholder_key())
+    return (f"graphrag-lite query local \"<your question>\" --root {shlex.quote(str(root))}"
+            + (f" --config {shlex.quote(str(config))}" if config else "") + (" --no-model" if keyless else ""))
+
+
+def print_run_end(out: Console, summary: Any, next_command: str, seconds: float) -> None:
     """The end of an index run: the time, the cost, GraphRAG's tables (not every intermediate one: those are
     kept for resuming) and the command to try next."""
     from graphrag_lite.pipeline import describe_llm_totals
@@ -509,8 +521,7 @@ def print_run_end(out: Console, summary: Any, root: Path, seconds: float) -> Non
     if summary.llm:
         out.print(f"Total {describe_llm_totals(summary.llm)}", highlight=False)
     if not summary.incomplete:
-        out.print(f"Next: graphrag-lite query local \"<your question>\" --root {shlex.quote(str(root))}",
-                      highlight=False, markup=False)
+        out.print(f"Next: {next_command}", highlight=False, markup=False)
 
 
 def describe_failures(summary: Any) -> str:

@@ -26,7 +26,7 @@ from graphrag_lite.compat import is_graphrag_settings
 from graphrag_lite.compat import translate as translate_graphrag_settings
 from graphrag_lite.errors import ConfigError
 from graphrag_lite.graph.resolution import normalize_name
-from graphrag_lite.tokens import DEFAULT_ENCODING
+from graphrag_lite.tokens import DEFAULT_ENCODING, known_encodings
 
 CONFIG_FILENAMES = ("settings.yaml", "settings.yml")
 
@@ -41,6 +41,9 @@ class Section(BaseModel):
     """Base for every config section: unknown keys are errors, values are checked on assignment."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+
+_PLACEHOLDER_KEY = re.compile(r"^\s*(<[^>]*>|your[-_ ]?(api[-_ ]?)?key|x+|\*+|changeme|none)?\s*$", re.IGNORECASE)
 
 
 class ModelConfig(Section):
@@ -58,6 +61,11 @@ class ModelConfig(Section):
     requests_per_minute: int | None = Field(None, ge=1, description="request rate limit; unset: none")
     tokens_per_minute: int | None = Field(None, ge=1, description="token rate limit; unset: none")
     max_retries: int = Field(10, ge=0, description="retries of a failed or malformed call")
+
+    def placeholder_key(self) -> bool:
+        """Whether the key is init's placeholder (or its kin: empty, xxx, changeme, a key hidden as asterisks
+        in output/settings.effective.yaml), not a key."""
+        return self.api_key is not None and bool(_PLACEHOLDER_KEY.match(self.api_key.get_secret_value()))
     max_retry_wait: float = Field(60.0, gt=0, description="longest wait between retries, seconds")
     timeout: float = Field(180.0, gt=0, description="seconds before a call is abandoned and retried; for a "
                            "streamed call, seconds without a new piece of the answer")
@@ -147,6 +155,14 @@ class ChunkingConfig(Section):
                                 "text units and of every token count: budgets, prompts, estimates")
     prepend_metadata: bool = Field(False, description="start every text unit with the document's title "
                                    "and metadata (counted in its size)")
+
+    @field_validator("encoding_model")
+    @classmethod
+    def _known_encoding(cls, name: str) -> str:
+        if name not in known_encodings():
+            raise ValueError(f"unknown tiktoken encoding '{name}'; use one of {', '.join(known_encodings())} "
+                             "(o200k_base for GPT-4o and later models, cl100k_base for GPT-4 and GPT-3.5)")
+        return name
 
     @model_validator(mode="after")
     def _overlap_below_size(self) -> ChunkingConfig:

@@ -210,20 +210,35 @@ def configure(root: Path, config_file: Path | None = None, overrides: Overrides 
     name = method or (named[-1] if named else data.get("pipeline")) or GraphRagConfig.model_fields["pipeline"].default
     pipeline = load_pipeline(str(name), STAGES, path.parent)
     cfg = resolve_config(path, data, overrides, pipeline.settings or None, overrides_from)
+    cfg.pipeline = str(name)  # what runs, also when --method chose it: settings.effective.yaml runs it again
     return cfg, pipeline
 
 
 def write_effective_settings(config: GraphRagConfig, pipeline: Pipeline, output_dir: Path) -> None:
     """The settings a run uses, every value resolved (the settings file, the pipeline's settings, --set), beside
-    the index: what built it, to compare runs or to build it again. API keys are written as asterisks."""
+    the index: what built it, to compare runs or to build it again. An API key is written as the ${VAR} the
+    settings file reads it from, else as asterisks (which a run refuses as a placeholder)."""
     import yaml
 
     values = config.model_dump(mode="json", exclude={"root_dir"})
+    written = yaml.safe_load(config.settings_file.read_text(encoding="utf-8")) if config.settings_file else None
+    for model_id, model in values["models"].items():
+        if model["api_key"] is not None and (reference := _key_reference(written, model_id)):
+            model["api_key"] = reference
     header = (f"# The settings of the last index run in this folder ({time.strftime('%Y-%m-%d %H:%M:%S')}, pipeline "
               f"{pipeline.name}): {config.settings_file} under the pipeline's settings, under --set.\n"
-              "# API keys are hidden. Usable as a settings file once the keys are put back (${VAR}).\n")
+              "# Usable as a settings file; API keys are the ${VAR}s they were read from, or hidden (put them "
+              "back).\n")
     text = header + yaml.safe_dump(values, sort_keys=False, allow_unicode=True)
     (output_dir / EFFECTIVE_SETTINGS_FILE).write_text(text, encoding="utf-8")
+
+
+def _key_reference(settings: Any, model_id: str) -> str | None:
+    """The ${VAR} a settings file's model reads its API key from, if it does."""
+    models = settings.get("models") if isinstance(settings, dict) else None
+    model = models.get(model_id) if isinstance(models, dict) else None
+    key = model.get("api_key") if isinstance(model, dict) else None
+    return key if isinstance(key, str) and "${" in key else None
 
 
 def read_state(output_dir: Path) -> dict[str, Any]:
@@ -246,8 +261,8 @@ def unfinished(stats: dict[str, Any]) -> bool:
 def indexed_pipeline(output_dir: Path) -> tuple[str, str] | None:
     """The method the index in `output_dir` was built with: its name, and the name or pipeline file that runs
     it again (as its last run's stats.json says); None when there is no index there yet (no entities table)."""
-    stats = last_run(output_dir) if (output_dir / "entities.parquet").is_file() else {}
-    name, source = stats.get("pipeline"), stats.get("pipeline_file")
+    built = built_with(last_run(output_dir)) if (output_dir / "entities.parquet").is_file() else {}
+    name, source = built.get("pipeline"), built.get("pipeline_file")
     if not isinstance(name, str):
         return None
     if name in available_pipelines() or not isinstance(source, str) or not Path(source).is_file():
@@ -258,12 +273,18 @@ def indexed_pipeline(output_dir: Path) -> tuple[str, str] | None:
 def recommended_query_settings(output_dir: Path) -> dict[str, Any]:
     """The query sections of the `settings:` of the packaged pipeline that built the index in `output_dir`
     (stats.json names it), so an index is searched the way its method intends; {} when none apply."""
-    name = last_run(output_dir).get("pipeline")
+    name = built_with(last_run(output_dir)).get("pipeline")
     path = data_dir("pipelines") / f"{name}.yaml"
     if not isinstance(name, str) or not path.is_file():
         return {}
     settings = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("settings") or {}
     return {k: v for k, v in settings.items() if k in QUERY_SECTIONS}
+
+
+def built_with(stats: dict[str, Any]) -> dict[str, Any]:
+    """The pipeline of the last run that finished (stats.json's `built_with`): a run that failed or was
+    stopped before it finished does not change what the index is, nor how it is queried."""
+    return stats.get("built_with") or {"pipeline": stats.get("pipeline"), "pipeline_file": stats.get("pipeline_file")}
 
 
 def available_pipelines() -> list[str]:
@@ -535,9 +556,10 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
     """Run the pipeline; `plan` is (the first stage --force/--from re-runs, how many leading stages were
     already found reusable)."""
     rerun_from, reusable = plan
+    earlier = last_run(store.base_dir)  # until this run finishes, the index is what the last finished run built
     stats: dict[str, Any] = {"pipeline": pipeline.name, "pipeline_file": pipeline.source, "version": __version__,
-                             "status": "running", "started": _now(), "stages": {}}
-    earlier = last_run(store.base_dir)
+                             "status": "running", "started": _now(), "stages": {},
+                             **({"built_with": built_with(earlier)} if earlier else {})}
     # a run after an unfinished one finishes its update: the update's record goes on from the earlier one
     resumed = earlier.get("update", {}) if unfinished(earlier) else None
     run_started = time.perf_counter()
@@ -599,6 +621,8 @@ def _finish(stats: dict[str, Any], ending: tuple[str, dict[str, Any] | None], mo
     if status == "completed" and incomplete:
         status = "completed with failures"
     stats["status"] = status
+    if status.startswith("completed"):
+        stats["built_with"] = {"pipeline": stats["pipeline"], "pipeline_file": stats["pipeline_file"]}
     stats["llm"] = models.totals()
     if (update := update_record(stats["stages"], stats["llm"], resumed)) is not None:
         stats["update"] = update

@@ -29,6 +29,10 @@ def token_byte_lengths(name: str) -> np.ndarray:
 
 
 DEFAULT_ENCODING = "o200k_base"  # chunking.encoding_model's default
+
+
+def known_encodings() -> list[str]:
+    return sorted(tiktoken.list_encoding_names())
 _counting = DEFAULT_ENCODING
 
 

@@ -88,7 +88,10 @@ def test_a_fresh_project_with_no_key_is_told_its_choices_and_answers_with_no_mod
     assert "--method fast" in standard.output and not (root / "output" / "input_documents.parquet").exists()
     estimated = cli("index", "--root", root, "--dry-run")  # a dry run calls no model: no key needed
     assert estimated.exit_code == 0 and "extract_graph" in estimated.output, estimated.output
-    assert cli("index", "--root", root, "--method", "fast").exit_code == 0
+    fast = cli("index", "--root", root, "--method", "fast")
+    assert fast.exit_code == 0  # its next step is one that works with the placeholder key
+    next_step = f"Next: graphrag-lite query local \"<your question>\" --root {root} --no-model"
+    assert fast.output.splitlines()[-1] == next_step
     asked = cli("query", "local", "Who went to Woolwich with Sir W. Pen?", "--root", root)
     assert asked.exit_code == 2 and "placeholder" in asked.output and "--no-model" in asked.output
     for method in ("local", "global", "basic"):

@@ -187,6 +187,9 @@ def test_every_run_writes_its_effective_settings_beside_the_index(tmp_path, cli)
     skip = {"models", "root_dir"}
     assert again.model_dump(exclude=skip) == effective.model_dump(exclude=skip)
     assert f"{root / 'settings.yaml'} under the pipeline's settings" in written
+    assert again.pipeline == "fast" and "api_key: '**********'" in written  # the method --method chose
+    loaded_back = cli("index", "--root", str(root), "--config", str(root / "output" / EFFECTIVE_SETTINGS_FILE))
+    assert loaded_back.exit_code == 0 and "skipped" in loaded_back.output  # the same index: nothing to redo
     other = root / "experiment.yaml"
     other.write_text((root / "settings.yaml").read_text(encoding="utf-8"), encoding="utf-8")
     assert cli("index", "--root", str(root), "--config", str(other), "--method", "fast", "--force").exit_code == 0
@@ -209,3 +212,38 @@ def test_the_stages_of_a_run_share_one_event_loop(tmp_path):
     assert first is second and not first.is_closed()
     models.close()
     assert first.is_closed()
+
+
+def test_a_key_read_from_the_environment_is_written_as_its_variable_and_a_hidden_one_is_refused(tmp_path, cli,
+                                                                                                  monkeypatch):
+    from graphrag_lite.config import ModelConfig
+    from graphrag_lite.llm.gateway import key_problem
+    from graphrag_lite.pipeline import EFFECTIVE_SETTINGS_FILE
+    from tests.conftest import SAMPLE, add_inputs, write_settings
+
+    monkeypatch.setenv("TRIAL_KEY", "sk-from-the-environment")
+    root = add_inputs(tmp_path / "p", SAMPLE)
+    write_settings(root, "models:\n  default_chat_model:\n    model: fake/default\n    api_key: ${TRIAL_KEY}\n")
+    assert cli("index", "--root", str(root), "--method", "fast").exit_code == 0
+    written = (root / "output" / EFFECTIVE_SETTINGS_FILE).read_text(encoding="utf-8")
+    assert "api_key: ${TRIAL_KEY}" in written and "sk-from-the-environment" not in written
+    hidden = ModelConfig(model="openai/gpt-4o-mini", api_key="**********")
+    assert key_problem(hidden) == "the API key is the placeholder '**********'"
+
+
+def test_a_run_that_fails_does_not_change_how_the_index_is_queried(tmp_path, cli):
+    """stats.json keeps the pipeline of the last run that finished (`built_with`): a standard run stopped by
+    an authentication failure over a fast index leaves it a fast index, queried with the fast settings."""
+    from graphrag_lite.pipeline import indexed_pipeline, last_run
+    from graphrag_lite.query.engine import GraphRAG
+    from tests.conftest import sample_project
+
+    root = sample_project(tmp_path / "p")
+    assert cli("index", "--root", str(root), "--method", "fast").exit_code == 0
+    failed = cli("index", "--root", str(root), "--method", "standard", "--set",
+                 "models.default_chat_model.model=fake/default?auth=1", "--set",
+                 "models.default_embedding_model.model=fake/embedding")
+    assert failed.exit_code != 0 and last_run(root / "output")["status"] == "failed"
+    assert last_run(root / "output")["pipeline"] == "standard"
+    assert indexed_pipeline(root / "output") == ("fast", "fast")
+    assert GraphRAG.from_config(root).config.local_search.text_unit_prop == 0.9

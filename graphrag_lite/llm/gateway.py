@@ -68,7 +68,6 @@ def no_key_choices(root: Path) -> str:
     return (f"put the key in {root / '.env'} (GRAPHRAG_API_KEY=...) or the environment; or work without a model: "
             f"`graphrag-lite index --root {where} --method fast` builds an index with none, and "
             f"`graphrag-lite query local \"...\" --root {where} --no-model` answers with the ranked evidence")
-_PLACEHOLDER = re.compile(r"^\s*(<[^>]*>|your[-_ ]?(api[-_ ]?)?key|x+|changeme|none)?\s*$", re.IGNORECASE)
 
 
 def key_problem(model: ModelConfig) -> str | None:
@@ -79,7 +78,7 @@ def key_problem(model: ModelConfig) -> str | None:
         return None
     if model.api_key is not None:
         value = model.api_key.get_secret_value()
-        if _PLACEHOLDER.match(value) and not (model.api_base and value.strip()):
+        if model.placeholder_key() and not (model.api_base and value.strip()):
             return f"the API key is the placeholder {value!r}" if value.strip() else "the API key is empty"
         return None
     if model.api_base:
