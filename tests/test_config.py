@@ -69,6 +69,15 @@ def test_wrong_type_names_key_value_and_expected_type(tmp_path):
     assert "chunking.size" in message and "'lots'" in message and "expected int" in message
 
 
+def test_an_unknown_token_encoding_is_refused_when_the_settings_load(tmp_path):
+    write_settings(tmp_path, "chunking:\n  encoding_model: foo_base\n")
+    with pytest.raises(ConfigError) as err:
+        load_config(tmp_path)
+    message = str(err.value)
+    assert "settings.yaml" in message and "chunking.encoding_model" in message and "foo_base" in message
+    assert "cl100k_base" in message and "o200k_base" in message
+
+
 def test_overrides_parse_values_and_reach_nested_keys(tmp_path):
     write_settings(tmp_path, "chunking:\n  size: 300\n")
     cfg = load_config(tmp_path, overrides=["chunking.size=500", "chunking.prepend_metadata=true",
