@@ -30,7 +30,7 @@ import pandas as pd
 from graphrag_lite.config import CacheConfig, GraphRagConfig, ModelConfig, SummarizeDescriptionsConfig
 from graphrag_lite.llm.gateway import Gateway
 from graphrag_lite.prompts import fill, load_prompt
-from graphrag_lite.stages.summarize_descriptions import ENCODING, summarize
+from graphrag_lite.stages.summarize_descriptions import summarize
 from graphrag_lite.tokens import count_tokens
 
 BINS = [(2, 2, 0, 100), (2, 2, 100, 400), (3, 4, 0, 200), (3, 4, 200, 600), (5, 8, 0, 400), (5, 8, 400, 1500),
@@ -57,7 +57,7 @@ def samples(output: Path, per_bin: int) -> list[tuple[tuple[int, int, int, int],
     chosen = []
     for low, high, fewest, most in BINS:
         inside = [(s, d) for s, d in rows if low <= len(d) <= high
-                  and fewest <= count_tokens(" ".join(d), ENCODING) < most]
+                  and fewest <= count_tokens(" ".join(d)) < most]
         chosen += [((low, high, fewest, most), s, d) for s, d in inside[:per_bin]]
     return chosen
 
@@ -76,8 +76,8 @@ async def measure(args: argparse.Namespace, chosen: list) -> list[tuple[tuple, i
             summary = await summarize(gateway, cfg, template, subject, descriptions)
             prompt = fill(template, entity_name=subject, description_list="\n".join(sorted(descriptions)),
                           max_length=cfg.max_length)
-            results.append((bin_, count_tokens(joined, ENCODING), count_tokens(summary, ENCODING),
-                            count_tokens(prompt, ENCODING)))
+            results.append((bin_, count_tokens(joined), count_tokens(summary),
+                            count_tokens(prompt)))
             print(f"  {number}/{len(chosen)} {subject[:40]!r}: {len(descriptions)} descriptions, "
                   f"{results[-1][1]} -> {results[-1][2]} tokens", flush=True)
     return results

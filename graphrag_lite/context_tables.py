@@ -50,6 +50,7 @@ def pack(name: str, columns: list[str], candidates: Iterable[dict[str, Any]], bu
     table = ContextTable(name, columns, list(after.rows) if after else [])
     used = after.tokens if after and after.rows else count_tokens(header(name, columns))
     if used >= budget:
+        table.tokens = used if table.rows else 0
         return table
     for row in candidates:
         cost = row_tokens(columns, row)

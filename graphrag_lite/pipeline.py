@@ -226,7 +226,8 @@ def write_effective_settings(config: GraphRagConfig, pipeline: Pipeline, output_
         if model["api_key"] is not None and (reference := _key_reference(written, model_id)):
             model["api_key"] = reference
     header = (f"# The settings of the last index run in this folder ({time.strftime('%Y-%m-%d %H:%M:%S')}, pipeline "
-              f"{pipeline.name}): {config.settings_file} under the pipeline's settings, under --set.\n"
+              f"{pipeline.name}): {config.settings_file or 'settings given in code'} under the pipeline's settings, "
+              "under --set.\n"
               "# Usable as a settings file; API keys are the ${VAR}s they were read from, or hidden (put them "
               "back).\n")
     text = header + yaml.safe_dump(values, sort_keys=False, allow_unicode=True)

@@ -135,3 +135,34 @@ def test_descriptions_whose_passages_are_all_in_the_sources_give_their_tokens_to
     assert relationship_use.cap == kept.sections[2].cap  # what it was offered when it was packed
     assert sources.cap > kept.sections[-1].cap and sources.used >= kept.sections[-1].used
     assert skipped.entity_ids == kept.entity_ids and all(s.used <= s.cap for s in skipped.sections)
+
+
+def test_a_row_with_no_text_units_keeps_its_description_and_a_hop_reads_the_left_out_ones(tmp_path):
+    from graphrag_lite.query.hops import hop_context
+    from graphrag_lite.query.local import LEFT_OUT
+
+    index = index_of(tmp_path)
+    index.entities["text_unit_ids"] = [[] if title == "NOBODY" else units for title, units in
+                                       zip(index.entities["title"], index.entities["text_unit_ids"], strict=True)]
+    cfg = LocalSearchConfig(max_context_tokens=500, community_prop=0, text_unit_prop=0.5,
+                            skip_repeated_descriptions=True)
+    context = build_local_context(index, cfg, {"e-ADA VALE": 1.0, "e-NOBODY": 0.5}, 2)
+    entities = {r["entity"]: r for r in context.tables[1].rows}
+    assert entities["NOBODY"]["description"] == "NOBODY." and LEFT_OUT not in entities["NOBODY"]  # nothing repeats it
+    assert entities["ADA VALE"]["description"] == "" and entities["ADA VALE"][LEFT_OUT] == "ADA VALE."
+    assert context.sections[1].left_out == 1
+    read_by_a_hop = {r["entity"]: r["description"] for r in hop_context(context.tables, 4000)[0].rows}
+    assert read_by_a_hop == {"ADA VALE": "ADA VALE.", "NOBODY": "NOBODY."}
+
+
+def test_a_second_packing_goes_on_from_the_first_and_keeps_its_count_when_nothing_more_fits():
+    from graphrag_lite.context_tables import pack
+
+    rows = [{"id": i, "text": f"passage {i} " + "word " * 20} for i in range(5)]
+    two = pack("Sources", ["id", "text"], rows[:2], 10**6).tokens
+    first = pack("Sources", ["id", "text"], rows, two)
+    assert len(first.rows) == 2 and first.tokens == two
+    again = pack("Sources", ["id", "text"], rows[2:], two, after=first)
+    assert again.rows == first.rows and again.tokens == two  # full already: the count stays
+    more = pack("Sources", ["id", "text"], rows[2:], 10**6, after=first)
+    assert more.rows == rows and more.tokens == pack("Sources", ["id", "text"], rows, 10**6).tokens

@@ -146,7 +146,7 @@ def yes_or_no(text: str) -> bool:
 
 
 _FIRST_WORD = re.compile(r"^\W*(Y|N|YES|NO)\b", re.IGNORECASE)
-_AFTER_ANSWER = re.compile(r"\banswer(?: is)?\W*\b(Y|N|YES|NO)\b", re.IGNORECASE)
+_AFTER_ANSWER = re.compile(r"\banswer(?:\s+is|\s*:)\W*\b(Y|N|YES|NO)\b", re.IGNORECASE)
 _LAST_LINE = re.compile(r"(?:^|\n)\W*(Y|N|YES|NO)\W*$", re.IGNORECASE)
 
 

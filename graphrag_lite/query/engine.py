@@ -12,6 +12,7 @@ were sent (with the short ids the answer cites), the resolved citations and the 
 from __future__ import annotations
 
 import asyncio
+import copy
 import re
 from collections.abc import Callable, Iterable
 from dataclasses import asdict, dataclass, field
@@ -19,7 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from graphrag_lite.config import GraphRagConfig, load_config
+from graphrag_lite.config import GraphRagConfig, read_settings, resolve_config
 from graphrag_lite.context_tables import ContextTable, pack, render
 from graphrag_lite.errors import MissingIndex, index_command
 from graphrag_lite.llm.gateway import Gateway, LLMCallError
@@ -44,7 +45,7 @@ from graphrag_lite.query.global_search import (
 )
 from graphrag_lite.query.hops import HopRound, follow_up_query, hop_context, merged_seeds
 from graphrag_lite.query.index import IndexTables
-from graphrag_lite.query.local import LocalContext, build_local_context, name_matches
+from graphrag_lite.query.local import LEFT_OUT, LocalContext, build_local_context, name_matches
 from graphrag_lite.query.retrieval import by_keywords, by_vector, fuse, fuse_scores
 from graphrag_lite.tables import CommunityReportRow, TextUnitRow, plain_json, typed_records
 from graphrag_lite.tokens import count_with
@@ -105,11 +106,11 @@ class GraphRAG:
         index recommends (pipelines/fast.yaml's, for a fast index), under `overrides`."""
         from graphrag_lite.pipeline import recommended_query_settings
 
-        path = Path(config) if config else None
-        loaded = load_config(Path(root), path, overrides)
+        path, data = read_settings(Path(root), Path(config) if config else None)  # the file read once
+        loaded = resolve_config(path, copy.deepcopy(data), overrides)
         recommended = recommended_query_settings(loaded.output.base_dir)
         if recommended:
-            loaded = load_config(Path(root), path, overrides, pipeline_settings=recommended)
+            loaded = resolve_config(path, data, overrides, pipeline_settings=recommended)
         return cls(loaded, use_cache=use_cache)
 
     def with_config(self, config: GraphRagConfig) -> GraphRAG:
@@ -424,7 +425,7 @@ def evidence_answer(tables: list[ContextTable], question: str, per_section: int 
             label = row.get("entity") or row.get("title") or (f"{row['source']} - {row['target']}"
                                                              if "source" in row else "")
             text = " ".join(str(row.get("description") or row.get("content") or row.get("text") or "").split())
-            text = text or ("(its passages are among the sources)" if "description" in row else "")
+            text = text or ("(its passages are among the sources)" if LEFT_OUT in row else "")
             if len(text) > 300:
                 text = _best_sentence(text, question)
             text = text if len(text) <= 300 else text[:299] + "…"

@@ -15,6 +15,7 @@ from typing import Any
 
 from graphrag_lite.context_tables import ContextTable, pack
 from graphrag_lite.llm.structured import ParseError, strip_reasoning
+from graphrag_lite.query.local import LEFT_OUT
 
 ENOUGH = "ENOUGH"
 MAX_QUERY_WORDS = 30
@@ -85,8 +86,9 @@ def hop_context(tables: list[ContextTable], budget: int) -> list[ContextTable]:
     text as fits in `budget` tokens (reports and claims matter less for finding the next hop)."""
     chosen = [t for t in tables if t.name in ("Entities", "Relationships", "Sources")]
     packed: list[ContextTable] = []
-    for table in chosen:
-        part = pack(table.name, table.columns, table.rows, budget - sum(t.tokens for t in packed))
+    for table in chosen:  # with their descriptions: this shorter context holds fewer of the passages
+        rows = [{**row, "description": row[LEFT_OUT]} if LEFT_OUT in row else row for row in table.rows]
+        part = pack(table.name, table.columns, rows, budget - sum(t.tokens for t in packed))
         if part.rows:
             packed.append(part)
     return packed

@@ -105,7 +105,8 @@ def build_local_context(index: IndexTables, cfg: LocalSearchConfig, linked: Rank
     sources = _pack_sources(index, order, budget - reports.tokens - graph.tokens)
     if cfg.skip_repeated_descriptions:  # a description copied from passages the sources hold adds nothing: its
         graph = graph.without_repeats(set(order[:len(sources.rows)]))  # tokens go to more sources
-        sources = _pack_sources(index, order, budget - reports.tokens - graph.tokens, after=sources)
+        if any(graph.left_out):
+            sources = _pack_sources(index, order, budget - reports.tokens - graph.tokens, after=sources)
     tables = [reports, *graph.tables, sources]
     sections = _section_uses(cfg, tables, [len(report_rows), *graph.candidates, len(order)], graph.caps,
                              [0, *graph.left_out, 0])
@@ -131,6 +132,14 @@ def _pack_reports(report_rows: list[dict[str, Any]], cap: int) -> ContextTable:
     return reports
 
 
+LEFT_OUT = "description_left_out"  # a graph row's description, left out of the context as repeated
+
+
+def _all_among(unit_ids: Sequence[str] | None, in_sources: set[str]) -> bool:
+    """Whether a row's text units are all among the sources (a row with none is not: nothing repeats it)."""
+    return unit_ids is not None and len(unit_ids) > 0 and all(u in in_sources for u in unit_ids)
+
+
 @dataclass
 class GraphTables:
     tables: list[ContextTable]  # entities, relationships, claims
@@ -150,8 +159,8 @@ class GraphTables:
         for table in self.tables:
             rows, saved, blanked = [], 0, 0
             for row in table.rows:
-                if set(row["text_unit_ids"]) <= in_sources:
-                    blank = {**row, "description": ""}
+                if _all_among(row["text_unit_ids"], in_sources):  # kept aside: a hop's shorter context needs it
+                    blank = {**row, "description": "", LEFT_OUT: row["description"]}
                     saved += row_tokens(table.columns, row) - row_tokens(table.columns, blank)
                     row, blanked = blank, blanked + 1
                 rows.append(row)
