@@ -192,8 +192,9 @@ def test_every_token_count_follows_chunking_encoding_model(pepys):
     from graphrag_lite.tokens import count_tokens
 
     totals = {}
-    for encoding in ("cl100k_base", "o200k_base"):
-        rag = GraphRAG.from_config(pepys, overrides=[f"chunking.encoding_model={encoding}"])
+    engines = {encoding: GraphRAG.from_config(pepys, overrides=[f"chunking.encoding_model={encoding}"])
+               for encoding in ("cl100k_base", "o200k_base")}  # two engines in one process, each its own count
+    for encoding, rag in engines.items():
         context = asyncio.run(rag.alocal_context("Who went to Woolwich with Sir W. Pen?"))
         for table in (t for t in context.tables if t.rows):
             lines = [header(table.name, table.columns), *(row_line([r[c] for c in table.columns]) for r in table.rows)]

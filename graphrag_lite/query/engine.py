@@ -94,7 +94,6 @@ class SearchResult:
 class GraphRAG:
     def __init__(self, config: GraphRagConfig, use_cache: bool = True) -> None:
         self.config = config
-        count_with(config.chunking.encoding_model)  # context budgets counted as the text units were cut
         self.index = IndexTables(config)
         self.use_cache = use_cache
         self._gateway: Gateway | None = None
@@ -112,6 +111,11 @@ class GraphRAG:
         if recommended:
             loaded = resolve_config(path, data, overrides, pipeline_settings=recommended)
         return cls(loaded, use_cache=use_cache)
+
+    def _count_tokens_as_indexed(self) -> None:
+        """Budgets counted with the encoding the text units were cut with (set per search: another engine in
+        the process may count with another)."""
+        count_with(self.config.chunking.encoding_model)
 
     def with_config(self, config: GraphRagConfig) -> GraphRAG:
         """The same index and model gateway (one cache, one ledger, one budget) under other query settings."""
@@ -166,6 +170,7 @@ class GraphRAG:
 
     async def alocal_rounds(self, question: str, level: int, hops: int) -> tuple[LocalContext, list[HopRound]]:
         """Local search's context after up to `hops` retrieval rounds, and what each round did."""
+        self._count_tokens_as_indexed()
         cfg = self.config.local_search
         entities, units = await self._link(question)
         seeds, unit_seeds = [entities], [units]
@@ -236,6 +241,7 @@ class GraphRAG:
     async def abasic_context(self, question: str) -> ContextTable:
         """The `basic_search.k` text units most similar to the question (vector and keyword search fused),
         packed to `basic_search.max_context_tokens`."""
+        self._count_tokens_as_indexed()
         cfg = self.config.basic_search
         rankings = [by_keywords(self._db(), "text_unit_text", question, cfg.k)]
         if cfg.embedding_model_id and self._has_vectors():
@@ -253,6 +259,7 @@ class GraphRAG:
 
     async def aglobal_search(self, question: str, response_type: str = DEFAULT_RESPONSE_TYPE,
                              community_level: int = 2, on_piece: OnPiece | None = None) -> SearchResult:
+        self._count_tokens_as_indexed()
         cfg = self.config.global_search
         if cfg.chat_model_id is None:
             return self._global_evidence(question, community_level, on_piece)
