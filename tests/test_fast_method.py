@@ -150,7 +150,7 @@ def test_queries_without_a_model_return_labelled_evidence(pepys, method):
     assert any(citations.values()) and all(not row.get("missing") for rows in citations.values() for row in rows)
     assert "Woolwich" in result.answer or "WOOLWICH" in result.answer
     for name, rows in result.context.items():  # a section longer than what is shown says so
-        assert (f"{name} (the first 5 of {len(rows)}; --json lists all):" in result.answer) is (len(rows) > 5)
+        assert (f"{name}: the first 5 of {len(rows)} (--json lists all)" in result.answer) is (len(rows) > 5)
     assert ":  [Data:" not in result.answer  # a row whose description was left out says why, not nothing
 
 
