@@ -199,7 +199,9 @@ def index_once(args: argparse.Namespace, changes: list[str], flags: list[str]
         done = subprocess.run([sys.executable, "-m", "graphrag_lite", "index", "--root", str(root), "--quiet",
                                *flags], capture_output=True, text=True)
         wall = time.perf_counter() - started
-        if done.returncode != 0:
+        if done.returncode == 4:  # finished, some items failed (the fake cuts off its longest answers)
+            print(f"note: the index finished with failures: {done.stderr.strip().splitlines()[-1][:300]}")
+        elif done.returncode != 0:
             raise SystemExit(f"index failed ({done.returncode}): {done.stderr[-2000:]}")
         stats = json.loads((root / "output" / "stats.json").read_text(encoding="utf-8"))
         ids = {table: set(pd.read_parquet(root / "output" / f"{table}.parquet", columns=["id"])["id"])
