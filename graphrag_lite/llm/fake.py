@@ -17,6 +17,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import hashlib
 import json
 import math
@@ -769,14 +770,21 @@ ROUTES: list[tuple[Callable[[str, str], bool], Callable[[str, str, list[str]], s
 
 
 def embed_text(text: str, dim: int) -> list[float]:
-    """A deterministic vector that keeps lexical similarity: hashed words and character trigrams."""
+    """A deterministic vector that keeps lexical similarity: hashed words and character trigrams. Each
+    distinct feature is hashed once (and remembered): the fake stands in for a remote server, whose work
+    should cost the indexing process as little as it can."""
     vector = [0.0] * dim
     lowered = text.lower()
     features = re.findall(r"\w+", lowered)
     features += [lowered[i:i + 3] for i in range(max(0, len(lowered) - 2))]
-    for feature in features:
-        digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
-        bucket = int.from_bytes(digest[:4], "little") % dim
-        vector[bucket] += 1.0 if digest[4] & 1 else -1.0
+    for feature, count in Counter(features).items():
+        bucket, vote = _feature_vote(feature, dim)
+        vector[bucket] += vote * count
     norm = math.sqrt(sum(v * v for v in vector)) or 1.0
     return [v / norm for v in vector]
+
+
+@functools.lru_cache(maxsize=1 << 18)
+def _feature_vote(feature: str, dim: int) -> tuple[int, float]:
+    digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+    return int.from_bytes(digest[:4], "little") % dim, 1.0 if digest[4] & 1 else -1.0
