@@ -143,7 +143,8 @@ def build_index(out: Console, root: Path, config: Path | None, set_: list[str], 
     print_run_end(out, summary, next_query(cfg, root, config), time.perf_counter() - started)
     print_batch_end(out, summary, since)
     if summary.problems:
-        out.print(f"[yellow]{summary.problems} problems[/yellow], listed in {summary.output_dir}/stats.json")
+        out.print(f"[yellow]{summary.problems} {'problem' if summary.problems == 1 else 'problems'}[/yellow], "
+                  f"listed in {summary.output_dir}/stats.json")
     if summary.incomplete:
         errors.print(f"[red]error:[/red] finished with failures in {describe_failures(summary)}. The tables are "
                      "written and finished work is kept: run the same command to retry only what failed "
@@ -534,7 +535,8 @@ def describe_failures(summary: Any) -> str:
             parts.append(f"{name} ({details['failed_text_units']} of {units} text units failed, "
                          f"{details.get('partly_extracted_text_units', 0)} partly extracted)")
         else:
-            parts.append(f"{name} ({len(summary.stages[name].get('problems', []))} problems)")
+            count = len(summary.stages[name].get("problems", []))
+            parts.append(f"{name} ({count} {'problem' if count == 1 else 'problems'})")
     return "; ".join(parts)
 
 
