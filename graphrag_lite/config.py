@@ -425,7 +425,7 @@ class GraphRagConfig(Section):
     # a run option of index and update (--batch) more than a setting: left out of the settings.yaml `init` writes
     batch: BatchConfig = Field(default_factory=BatchConfig, exclude=True)
 
-    root_dir: Path = Field(Path("."), exclude=True, description="folder of the config file (set by the loader)")
+    root_dir: Path = Field(Path("."), exclude=True, description="the project's folder (set by the loader)")
     settings_file: Path | None = Field(None, exclude=True, description="the settings file (set by the loader)")
     compat_notes: list[str] = Field(default_factory=list, exclude=True, description="keys of a Microsoft GraphRAG "
                                     "settings file accepted but ignored, with why (set by the loader)")
@@ -571,10 +571,14 @@ def resolve_config(path: Path, data: dict[str, Any], overrides: Overrides = (),
 
 
 def read_settings(root: Path = Path("."), config: Path | None = None) -> tuple[Path, dict[str, Any]]:
-    """The settings file and its data, ${VAR}s substituted, not yet validated."""
+    """The settings file and its data, ${VAR}s substituted, not yet validated. The project's folder is `root`
+    when it holds a settings file (another settings file given with --config, e.g. output/
+    settings.effective.yaml, belongs to it), else the settings file's; the .env beside the settings file, then
+    the project's, give the ${VAR}s."""
     path = find_config_file(root, config)
-    env_file = path.parent / ".env"
-    dotenv = dotenv_values(env_file) if env_file.is_file() else {}
+    project = root.resolve() if any((root / name).is_file() for name in CONFIG_FILENAMES) else path.parent
+    dotenv = {k: v for folder in dict.fromkeys([project, path.parent]) if (folder / ".env").is_file()
+              for k, v in dotenv_values(folder / ".env").items()}
     # Like GraphRAG, .env also reaches the environment (never overriding it), so provider libraries
     # find their usual variables (OPENAI_API_KEY, ...).
     for name, value in dotenv.items():
@@ -587,6 +591,7 @@ def read_settings(root: Path = Path("."), config: Path | None = None) -> tuple[P
         raise ConfigError(f"{path}: not valid YAML: {err}") from err
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping of sections at the top level")
+    data["root_dir"] = str(project)  # what a file's own root_dir (a GraphRAG key) would say is not used
     return path, data
 
 
@@ -603,7 +608,7 @@ def config_from_data(data: dict[str, Any], path: Path, overrides: Overrides = ()
                                          for k, v in user_models.items()}}
     items = override_items(overrides)
     apply_overrides(data, dict((".".join(p), v) for p, v in items))
-    data.pop("root_dir", None)
+    project = Path(data.pop("root_dir", None) or path.parent)
     data.pop("settings_file", None)
     for name in [k for k, v in data.items() if v is None]:  # `section:` with every key commented out
         data.pop(name)
@@ -612,7 +617,7 @@ def config_from_data(data: dict[str, Any], path: Path, overrides: Overrides = ()
     except ValidationError as err:
         overridden = {".".join(p) for p, _ in items}
         raise ConfigError(describe_validation_error(err, path.name, overridden, overrides_from)) from None
-    cfg.root_dir, cfg.settings_file = path.parent, path
+    cfg.root_dir, cfg.settings_file = project, path
     resolve_paths(cfg, path.parent)
     if "://" not in cfg.vector_store.db_uri and not Path(cfg.vector_store.db_uri).is_absolute():
         cfg.vector_store.db_uri = str((path.parent / cfg.vector_store.db_uri).resolve())
