@@ -572,11 +572,12 @@ def resolve_config(path: Path, data: dict[str, Any], overrides: Overrides = (),
 
 def read_settings(root: Path = Path("."), config: Path | None = None) -> tuple[Path, dict[str, Any]]:
     """The settings file and its data, ${VAR}s substituted, not yet validated. The project's folder is `root`
-    when it holds a settings file (another settings file given with --config, e.g. output/
-    settings.effective.yaml, belongs to it), else the settings file's; the .env beside the settings file, then
-    the project's, give the ${VAR}s."""
+    when it holds a settings file and the one given with --config lies inside it (output/
+    settings.effective.yaml belongs to its project), else the settings file's; the .env beside the settings
+    file, then the project's, give the ${VAR}s."""
     path = find_config_file(root, config)
-    project = root.resolve() if any((root / name).is_file() for name in CONFIG_FILENAMES) else path.parent
+    inside = path.is_relative_to(root.resolve()) and any((root / name).is_file() for name in CONFIG_FILENAMES)
+    project = root.resolve() if inside else path.parent
     dotenv = {k: v for folder in dict.fromkeys([project, path.parent]) if (folder / ".env").is_file()
               for k, v in dotenv_values(folder / ".env").items()}
     # Like GraphRAG, .env also reaches the environment (never overriding it), so provider libraries
