@@ -99,9 +99,10 @@ def build_local_context(index: IndexTables, cfg: LocalSearchConfig, linked: Rank
     included = {row["id"] for row in graph.tables[1].rows}
     supported = {uid: tuple(r for r in rel_ids if r in included) for uid, rel_ids in graph.relationship_units.items()}
     order = _source_order(index, walk.units if walk else None, ids, supported, list(unit_scores))
-    if earlier_order:  # a lead may be wrong: it takes turns with the last quarter of the sources found so far
-        kept = int(len(earlier_order) * (1 - LEAD_SHARE))
-        order = list(dict.fromkeys([*earlier_order[:kept], *take_turns([list(earlier_order[kept:]), order])]))
+    if earlier_order:  # a lead may be wrong: its new passages take turns with the last quarter of those found
+        kept, found = int(len(earlier_order) * (1 - LEAD_SHARE)), set(earlier_order)  # so far (a turn spent on a
+        fresh = [u for u in order if u not in found]  # passage already there would leave the lead none)
+        order = list(dict.fromkeys([*earlier_order[:kept], *take_turns([list(earlier_order[kept:]), fresh])]))
     sources = _pack_sources(index, order, budget - reports.tokens - graph.tokens)
     if cfg.skip_repeated_descriptions:  # a description copied from passages the sources hold adds nothing: its
         graph = graph.without_repeats(set(order[:len(sources.rows)]))  # tokens go to more sources
