@@ -166,3 +166,11 @@ def test_a_second_packing_goes_on_from_the_first_and_keeps_its_count_when_nothin
     assert again.rows == first.rows and again.tokens == two  # full already: the count stays
     more = pack("Sources", ["id", "text"], rows[2:], 10**6, after=first)
     assert more.rows == rows and more.tokens == pack("Sources", ["id", "text"], rows, 10**6).tokens
+
+
+def test_a_leads_new_passages_take_the_turns_not_passages_already_sent():
+    from graphrag_lite.query.local import with_lead
+
+    earlier = ["a", "b", "c", "d", "e", "f", "g", "h"]  # the head (6) stays; g and h take turns with the lead
+    walked = ["a", "b", "x", "y"]  # the merged seeds' walk puts passages already sent first
+    assert with_lead(earlier, walked) == ["a", "b", "c", "d", "e", "f", "g", "x", "h", "y"]

@@ -99,10 +99,8 @@ def build_local_context(index: IndexTables, cfg: LocalSearchConfig, linked: Rank
     included = {row["id"] for row in graph.tables[1].rows}
     supported = {uid: tuple(r for r in rel_ids if r in included) for uid, rel_ids in graph.relationship_units.items()}
     order = _source_order(index, walk.units if walk else None, ids, supported, list(unit_scores))
-    if earlier_order:  # a lead may be wrong: its new passages take turns with the last quarter of those found
-        kept, found = int(len(earlier_order) * (1 - LEAD_SHARE)), set(earlier_order)  # so far (a turn spent on a
-        fresh = [u for u in order if u not in found]  # passage already there would leave the lead none)
-        order = list(dict.fromkeys([*earlier_order[:kept], *take_turns([list(earlier_order[kept:]), fresh])]))
+    if earlier_order:
+        order = with_lead(earlier_order, order)
     sources = _pack_sources(index, order, budget - reports.tokens - graph.tokens)
     if cfg.skip_repeated_descriptions:  # a description copied from passages the sources hold adds nothing: its
         graph = graph.without_repeats(set(order[:len(sources.rows)]))  # tokens go to more sources
@@ -112,6 +110,15 @@ def build_local_context(index: IndexTables, cfg: LocalSearchConfig, linked: Rank
     sections = _section_uses(cfg, tables, [len(report_rows), *graph.candidates, len(order)], graph.caps,
                              [0, *graph.left_out, 0])
     return LocalContext(tables, sections, ids, order)
+
+
+def with_lead(earlier_order: Sequence[str], order: list[str]) -> list[str]:
+    """A later round's sources: a lead may be wrong, so the head of what earlier rounds sent stays, and the
+    lead's new passages take turns with their last LEAD_SHARE (a turn spent on a passage already sent would
+    leave the lead none)."""
+    kept, found = int(len(earlier_order) * (1 - LEAD_SHARE)), set(earlier_order)
+    fresh = [unit for unit in order if unit not in found]
+    return list(dict.fromkeys([*earlier_order[:kept], *take_turns([list(earlier_order[kept:]), fresh])]))
 
 
 def _scored(ranked: Ranked) -> dict[str, float]:
