@@ -431,8 +431,8 @@ def prompt_tune(
     def run() -> None:
         cfg = load_config(root, config, set_ or [])
         settings = find_config_file(root, config)
-        tuning, written = tune_project(cfg, settings, output or cfg.root_dir / "prompts", domain, limit, examples,
-                                       seed)
+        tuning, written = tune_project(cfg, settings, output or settings.parent / "prompts", domain, limit,
+                                       examples, seed)
         console.print(f"domain: {tuning.domain}\nentity types: {', '.join(tuning.entity_types)}\n"
                       f"worked examples: {len(tuning.examples)}" +
                       (f" ({tuning.unusable_examples} sample units gave no usable example; "
@@ -503,7 +503,8 @@ def next_query(cfg: GraphRagConfig, root: Path, config: Path | None) -> str:
     """The query to try after an index run, with this run's --root and --config; --no-model when local search
     has no chat model, or one whose key is still a placeholder."""
     chat = cfg.local_search.chat_model_id
-    keyless = chat is None or (chat in cfg.models and cfg.models[chat].placeholder_key())
+    model = cfg.models.get(chat) if chat else None
+    keyless = model is None or (model.placeholder_key() and not model.api_base)  # a local server takes any key
     return (f"graphrag-lite query local \"<your question>\" --root {shlex.quote(str(root))}"
             + (f" --config {shlex.quote(str(config))}" if config else "") + (" --no-model" if keyless else ""))
 

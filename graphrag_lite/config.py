@@ -541,6 +541,19 @@ def find_config_file(root: Path, config: Path | None) -> Path:
                       "project there, or pass --config FILE")
 
 
+def project_folder(settings: Path, root: Path) -> Path:
+    """The project a settings file belongs to: the nearest folder from the file's own up to `root` that holds
+    a settings file (output/settings.effective.yaml belongs to the project above it; a project nested in
+    another is its own), else the file's folder."""
+    if settings.is_relative_to(root):
+        for folder in [settings.parent, *settings.parent.parents]:
+            if any((folder / name).is_file() for name in CONFIG_FILENAMES):
+                return folder
+            if folder == root:
+                break
+    return settings.parent
+
+
 def load_config(root: Path = Path("."), config: Path | None = None, overrides: Overrides = (),
                 pipeline_settings: dict[str, Any] | None = None, overrides_from: OverrideSources = "--set"
                 ) -> GraphRagConfig:
@@ -576,8 +589,7 @@ def read_settings(root: Path = Path("."), config: Path | None = None) -> tuple[P
     settings.effective.yaml belongs to its project), else the settings file's; the .env beside the settings
     file, then the project's, give the ${VAR}s."""
     path = find_config_file(root, config)
-    inside = path.is_relative_to(root.resolve()) and any((root / name).is_file() for name in CONFIG_FILENAMES)
-    project = root.resolve() if inside else path.parent
+    project = project_folder(path, root.resolve())
     dotenv = {k: v for folder in dict.fromkeys([project, path.parent]) if (folder / ".env").is_file()
               for k, v in dotenv_values(folder / ".env").items()}
     # Like GraphRAG, .env also reaches the environment (never overriding it), so provider libraries

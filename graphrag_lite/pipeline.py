@@ -210,7 +210,8 @@ def configure(root: Path, config_file: Path | None = None, overrides: Overrides 
     name = method or (named[-1] if named else data.get("pipeline")) or GraphRagConfig.model_fields["pipeline"].default
     pipeline = load_pipeline(str(name), STAGES, path.parent)
     cfg = resolve_config(path, data, overrides, pipeline.settings or None, overrides_from)
-    cfg.pipeline = str(name)  # what runs, also when --method chose it: settings.effective.yaml runs it again
+    # what runs, also when --method chose it (a pipeline file by its full path): settings.effective.yaml runs it again
+    cfg.pipeline = pipeline.name if str(name) == pipeline.name else pipeline.source
     return cfg, pipeline
 
 
@@ -218,10 +219,13 @@ def write_effective_settings(config: GraphRagConfig, pipeline: Pipeline, output_
     """The settings a run uses, every value resolved (the settings file, the pipeline's settings, --set), beside
     the index: what built it, to compare runs or to build it again. An API key is written as the ${VAR} the
     settings file reads it from, else as asterisks (which a run refuses as a placeholder)."""
-    import yaml
+    from graphrag_lite.compat import is_graphrag_settings
+    from graphrag_lite.compat import translate as translate_graphrag_settings
 
     values = config.model_dump(mode="json", exclude={"root_dir"})
     written = yaml.safe_load(config.settings_file.read_text(encoding="utf-8")) if config.settings_file else None
+    if isinstance(written, dict) and is_graphrag_settings(written):  # its keys where ours are, ${VAR}s kept
+        written = translate_graphrag_settings(written)[0]
     for model_id, model in values["models"].items():
         if model["api_key"] is not None and (reference := _key_reference(written, model_id)):
             model["api_key"] = reference

@@ -255,3 +255,48 @@ def test_a_run_that_fails_does_not_change_how_the_index_is_queried(tmp_path, cli
     assert last_run(root / "output")["pipeline"] == "standard"
     assert indexed_pipeline(root / "output") == ("fast", "fast")
     assert GraphRAG.from_config(root).config.local_search.text_unit_prop == 0.9
+
+
+def test_a_settings_file_belongs_to_the_nearest_project_above_it(tmp_path):
+    from graphrag_lite.config import project_folder
+
+    outer, inner = tmp_path / "outer", tmp_path / "outer" / "sub"
+    for folder in (outer / "output", outer / "configs", inner):
+        folder.mkdir(parents=True)
+    for settings in (outer / "settings.yaml", inner / "settings.yaml"):
+        settings.write_text("", encoding="utf-8")
+    assert project_folder(outer / "output" / "settings.effective.yaml", outer) == outer
+    assert project_folder(outer / "configs" / "variant.yaml", outer) == outer
+    assert project_folder(inner / "settings.yaml", outer) == inner  # a project nested in another is its own
+    assert project_folder(tmp_path / "elsewhere" / "x.yaml", outer) == tmp_path / "elsewhere"
+
+
+def test_the_effective_settings_of_a_pipeline_file_and_of_graphrag_3_keys_run_again(tmp_path, cli, monkeypatch):
+    """A pipeline chosen by file is written by its full path, and a Microsoft GraphRAG 3.x file's key by its
+    ${VAR}: loaded back from output/, both run as they did."""
+    from graphrag_lite.pipeline import EFFECTIVE_SETTINGS_FILE
+    from tests.conftest import REPO, sample_project
+
+    monkeypatch.setenv("GRAPHRAG_API_KEY", "sk-from-the-environment")
+    root = sample_project(tmp_path / "p")
+    (root / "pipelines").mkdir()
+    (root / "pipelines" / "mine.yaml").write_text((REPO / "pipelines" / "fast.yaml").read_text(encoding="utf-8"),
+                                                   encoding="utf-8")
+    assert cli("index", "--root", str(root), "--method", "pipelines/mine.yaml").exit_code == 0
+    effective = root / "output" / EFFECTIVE_SETTINGS_FILE
+    assert f"pipeline: {(root / 'pipelines' / 'mine.yaml').resolve()}" in effective.read_text(encoding="utf-8")
+    again = cli("index", "--root", str(root), "--config", str(effective))
+    assert again.exit_code == 0 and "skipped" in again.output, again.output
+    v3 = tmp_path / "v3"
+    v3.mkdir()
+    (v3 / "settings.yaml").write_text((REPO / "tests" / "data" / "graphrag-settings" / "v3.yaml").read_text(
+        encoding="utf-8"), encoding="utf-8")
+    from graphrag_lite.config import load_config
+    from graphrag_lite.pipeline import load_pipeline, write_effective_settings
+    from graphrag_lite.stages import STAGES
+
+    config = load_config(v3)
+    (v3 / "output").mkdir(exist_ok=True)
+    write_effective_settings(config, load_pipeline("fast", STAGES, v3), v3 / "output")
+    written = (v3 / "output" / EFFECTIVE_SETTINGS_FILE).read_text(encoding="utf-8")
+    assert "api_key: ${GRAPHRAG_API_KEY}" in written and "'**********'" not in written
