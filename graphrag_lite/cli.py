@@ -497,8 +497,6 @@ def export_neo4j(
     _guarded(verbose, run)
 
 
-
-
 def next_query(cfg: GraphRagConfig, root: Path, config: Path | None) -> str:
     """The query to try after an index run, with this run's --root and --config; --no-model when local search
     has no chat model, or one whose key is still a placeholder."""
@@ -513,10 +511,9 @@ def print_run_end(out: Console, summary: Any, next_command: str, seconds: float)
     """The end of an index run: the time, the cost, GraphRAG's tables (not every intermediate one: those are
     kept for resuming) and the command to try next."""
     from graphrag_lite.pipeline import describe_llm_totals
-
-    rows = {t: n for s in summary.stages.values() for t, n in s.get("rows_out", {}).items()}
     from graphrag_lite.tables import INDEX_TABLES
 
+    rows = {t: n for s in summary.stages.values() for t, n in s.get("rows_out", {}).items()}
     tables = ", ".join(f"{t} {rows[t]:,}" for t in INDEX_TABLES if t in rows)
     out.print(f"Done in {seconds:.1f}s: {tables or 'no table changed'} (GraphRAG's tables, in "
                   f"{summary.output_dir}; the log is in {summary.output_dir}/logs/index.log)", highlight=False)

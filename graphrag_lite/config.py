@@ -61,11 +61,6 @@ class ModelConfig(Section):
     requests_per_minute: int | None = Field(None, ge=1, description="request rate limit; unset: none")
     tokens_per_minute: int | None = Field(None, ge=1, description="token rate limit; unset: none")
     max_retries: int = Field(10, ge=0, description="retries of a failed or malformed call")
-
-    def placeholder_key(self) -> bool:
-        """Whether the key is init's placeholder (or its kin: empty, xxx, changeme, a key hidden as asterisks
-        in output/settings.effective.yaml), not a key."""
-        return self.api_key is not None and bool(_PLACEHOLDER_KEY.match(self.api_key.get_secret_value()))
     max_retry_wait: float = Field(60.0, gt=0, description="longest wait between retries, seconds")
     timeout: float = Field(180.0, gt=0, description="seconds before a call is abandoned and retried; for a "
                            "streamed call, seconds without a new piece of the answer")
@@ -74,6 +69,11 @@ class ModelConfig(Section):
                                            "api_base on this machine or the local network)")
     max_parse_retries: int = Field(2, ge=0, description="follow-ups asking the model to correct an answer "
                                    "that could not be parsed")
+
+    def placeholder_key(self) -> bool:
+        """Whether the key is init's placeholder (or its kin: empty, xxx, changeme, a key hidden as asterisks
+        in output/settings.effective.yaml), not a key."""
+        return self.api_key is not None and bool(_PLACEHOLDER_KEY.match(self.api_key.get_secret_value()))
 
 
 def _default_models() -> dict[str, ModelConfig]:

@@ -78,9 +78,12 @@ class StageContext:
     config: GraphRagConfig
     store: OutputStore
     progress: Progress
-    stage_name: str
+    stage: Stage
     models: ModelAccess
-    reads: tuple[str, ...]  # the tables the stage declared: the only ones it may read
+
+    @property
+    def stage_name(self) -> str:
+        return self.stage.name
 
     @property
     def llm(self) -> Gateway:
@@ -92,7 +95,7 @@ class StageContext:
         return self.models.run(coroutine)
 
     def read(self, table: str) -> pd.DataFrame:
-        if table not in self.reads:  # an undeclared input would escape the fingerprint that decides re-runs
+        if table not in self.stage.reads:  # an undeclared input would escape the fingerprint that decides re-runs
             raise AssertionError(f"stage {self.stage_name} reads {table}, which it does not declare in `reads`")
         return self.store.read(table)
 
@@ -350,7 +353,7 @@ def dry_run(config: GraphRagConfig, pipeline: Pipeline, console: Console, use_ca
         progress = Progress(console=console, disable=True)
         for stage in pipeline.stages:
             if stage.name in estimates and estimates[stage.name] is None:
-                context = StageContext(trial, store, progress, stage.name, models, stage.reads)
+                context = StageContext(trial, store, progress, stage, models)
                 if stage.estimate is None:  # it will call a model, how often only its run can tell
                     estimates[stage.name] = {"note": "will call the model: not estimable before it runs"}
                     continue
@@ -761,8 +764,7 @@ def _run_stage(stage: Stage, config: GraphRagConfig, store: OutputStore, progres
     rows_in = {name: store.rows(name) for name in stage.reads}
     _reset_peak_memory()
     started = time.perf_counter()
-    result = stage.run(StageContext(config=config, store=store, progress=progress, stage_name=stage.name,
-                                    models=models, reads=stage.reads))
+    result = stage.run(StageContext(config=config, store=store, progress=progress, stage=stage, models=models))
     result.tables = {name: conform(name, table) for name, table in result.tables.items()}
     wall = time.perf_counter() - started
     missing = [name for name in stage.writes if name not in result.tables]

@@ -143,9 +143,6 @@ def typed_records(frame: pd.DataFrame, row: type[Row]) -> list[Row]:
     return typing.cast(list[Row], records(frame))
 
 
-_DTYPES = {"str": "str", "int": "int64", "float": "float64", "list": "object", "any": "object"}
-
-
 # A community report: the model an LLM's answer is validated against (the extractive reports build the same),
 # and its row of the community_reports table.
 REPORT_COLUMNS = list(INDEX_TABLES["community_reports"])
@@ -181,8 +178,6 @@ def full_content(report: Report) -> str:
     return "\n\n".join(parts)
 
 
-
-
 def report_row(record: CommunityRow, report: Report | None, status: str, digest: str) -> tuple[Any, ...]:
     """A community's report row; with no report, a row whose `status` says why (queries skip it, a re-run
     writes it)."""
@@ -198,7 +193,6 @@ def report_row(record: CommunityRow, report: Report | None, status: str, digest:
     return (*base, report.title, report.summary, full_content(report), float(report.rating),
             report.rating_explanation, findings, json.dumps(report.model_dump(), ensure_ascii=False), period,
             int(record["size"]), status, digest)
-
 
 
 def written_by(table: str) -> str:
@@ -229,6 +223,9 @@ def _is_kind(column: pd.Series, kind: str) -> bool:
     if kind == "list":
         return all(isinstance(v, list | tuple | np.ndarray) for v in column)
     return True
+
+
+_DTYPES = {"str": "str", "int": "int64", "float": "float64", "list": "object", "any": "object"}
 
 
 def conform(name: str, frame: pd.DataFrame) -> pd.DataFrame:

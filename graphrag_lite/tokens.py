@@ -33,7 +33,9 @@ DEFAULT_ENCODING = "o200k_base"  # chunking.encoding_model's default
 
 def known_encodings() -> list[str]:
     return sorted(tiktoken.list_encoding_names())
-_counting = DEFAULT_ENCODING
+
+
+_counting = DEFAULT_ENCODING  # set by count_with
 
 
 def count_with(name: str) -> None:

@@ -312,8 +312,7 @@ class GraphRAG:
         problems += failures
         if batches and len(failures) == len(batches):  # not "nothing relevant": nothing was read
             raise LLMCallError(f"every map call of global search failed ({len(batches)}); the first: {failures[0]}")
-        found = [d.value for d in done]
-        return [p for points in found if points for p in points]
+        return [point for d in done if d.value for point in d.value]
 
     async def _select_dynamically(self, question: str, problems: list[str]) -> tuple[ReportSelection, int]:
         cfg = self.config.global_search

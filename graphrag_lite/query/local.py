@@ -177,6 +177,11 @@ class GraphTables:
         return GraphTables(tables, self.caps, self.relationship_units, self.candidates, left_out)
 
 
+GRAPH_COLUMNS = (["id", "entity", "description", "number of relationships"],
+                 ["id", "source", "target", "description", "weight", "links"],
+                 ["id", "entity", "type", "status", "description"])
+
+
 def _graph_tables(index: IndexTables, linked: list[str], per_entity: int, cap: int) -> GraphTables:
     """Entities, relationships and claims of the linked entities, in that order within `cap` tokens."""
     selected = index.entities_by_id.loc[linked]
@@ -191,11 +196,6 @@ def _graph_tables(index: IndexTables, linked: list[str], per_entity: int, cap: i
         caps.append(cap - sum(t.tokens for t in tables))
         tables.append(pack(name, columns, rows, caps[-1]))
     return GraphTables(tables, caps, relationship_units, [len(c) for c in candidates])
-
-
-GRAPH_COLUMNS = (["id", "entity", "description", "number of relationships"],
-                 ["id", "source", "target", "description", "weight", "links"],
-                 ["id", "entity", "type", "status", "description"])
 
 
 def _section_uses(cfg: LocalSearchConfig, tables: list[ContextTable], candidates: list[int],

@@ -87,7 +87,7 @@ def embed_added(ctx: StageContext, contents: dict[str, tuple[list, list]], updat
     missing = list(dict.fromkeys(t for texts in wanted.values() for t in texts if t not in known))
     if missing:
         fresh = ctx.run(ctx.llm.embed(cfg.model_id, missing, stage="embed_text", batch_size=cfg.batch_size,
-                                          batch_max_tokens=cfg.batch_max_tokens, dimension=dimension))
+                                      batch_max_tokens=cfg.batch_max_tokens, dimension=dimension))
         known = {**known, **dict(zip(missing, fresh, strict=True))}
     return {n: [known[t] for t in texts] for n, texts in wanted.items()}
 

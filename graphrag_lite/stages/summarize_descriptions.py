@@ -37,7 +37,7 @@ def run(ctx: StageContext) -> StageResult:
     tally: Counter[str] = Counter()
     with ctx.bar(several, "summaries") as advance:
         summaries = ctx.run(summarize_all(ctx.llm if several else None, cfg, template, subjects, lists,
-                                              problems, advance, tally))
+                                          problems, advance, tally))
     entity_table = entities.drop(columns=["descriptions"]).assign(description=summaries[: len(entities)])
     relationship_table = relationships.drop(columns=["descriptions"]).assign(description=summaries[len(entities):])
     return StageResult(
@@ -68,8 +68,10 @@ async def summarize_all(gateway: Gateway | None, cfg: SummarizeDescriptionsConfi
         assert gateway is not None
         done = await for_each(asked, lambda i: summarize(gateway, cfg, template, subjects[i], lists[i]), advance)
         for i, result in zip(asked, done, strict=True):
-            summaries[i] = result.value if result.error is None else joined(lists[i])
-            if result.error is not None:
+            if result.error is None:
+                summaries[i] = result.value
+            else:
+                summaries[i] = joined(lists[i])
                 problems.append(f"summary of {subjects[i]} failed, its descriptions were joined instead: "
                                 f"{result.error}")
     return [s or "" for s in summaries]
