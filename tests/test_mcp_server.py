@@ -143,13 +143,13 @@ def test_an_index_run_while_serving_is_picked_up_at_the_next_call(tmp_path):
     from graphrag_lite.serve.mcp_server import ServedIndex
 
     root = make_project(tmp_path / "p", [DATA / "unrelated-documents" / "botany.txt"])
-    CliRunner().invoke(app, ["index", "--root", str(root)], catch_exceptions=False)
+    assert CliRunner().invoke(app, ["index", "--root", str(root)], catch_exceptions=False).exit_code == 0
     served = ServedIndex((root, None, []))
     served.load_now()
     before = text(call_in_process(served, "basic_search", {"question": "Who kept the lighthouse?"}))
     assert "Pengelly" not in before
     (root / "input" / "lighthouse.txt").write_bytes((DATA / "unrelated-documents" / "lighthouse.txt").read_bytes())
-    CliRunner().invoke(app, ["index", "--root", str(root)], catch_exceptions=False)
+    assert CliRunner().invoke(app, ["index", "--root", str(root)], catch_exceptions=False).exit_code == 0
     after = call_in_process(served, "basic_search", {"question": "Who kept the Godrevy lighthouse?"})
     assert not after.is_error and "Pengelly" in text(after)
     assert served.holder is not None and served.holder.reloads == 1

@@ -20,6 +20,7 @@ from tests.conftest import DATA, make_project
 
 DOCUMENTS = sorted((DATA / "unrelated-documents").glob("*.txt"))
 LOCAL = "http://127.0.0.1"
+TOLD_ONLY_BY_THE_NEW_DOCUMENT = "Who opened the Sunset Cafe in Bronzeville with Isaiah Whitfield's money?"  # jazz.txt
 
 
 def index(root):
@@ -204,6 +205,10 @@ def test_a_finished_index_run_is_swapped_in_whole(tmp_path):
         shutil.copy(DOCUMENTS[2], root / "input" / DOCUMENTS[2].name)
         index(root)
         assert old.engine.index.documents.shape[0] == before  # requests holding the old index still see it whole
+        # and its LanceDB tables stay at their versions: keyword search finds none of the new text units (an
+        # unpinned table would return their ids, which the old tables do not hold)
+        pinned = asyncio.run(old.engines[("basic", True)].abasic_context(TOLD_ONLY_BY_THE_NEW_DOCUMENT))
+        assert set(row["id"] for row in pinned.rows) <= set(old.engine.index.text_units["human_readable_id"])
         assert asyncio.run(holder.reload_if_changed()) is True
         assert client.get("/stats").json()["index"]["rows"]["documents"] == before + 1
         assert client.get("/health").json()["reloads"] == 1

@@ -22,7 +22,6 @@ from graphrag_lite.serve.browse import (
     entity_detail,
     find_entities,
     neighbourhood,
-    resolve_entity,
 )
 from tests.conftest import DATA, make_project, write_settings
 
@@ -95,9 +94,9 @@ def test_an_empty_query_gives_the_highest_degree_entities(index):
 def test_resolve_entity_by_id_short_id_or_title(index):
     row = index.entities[index.entities["title"] == "TAYLOR CRUZ"].iloc[0]
     for key in (row["id"], str(row["human_readable_id"]), "taylor cruz", " Taylor  Cruz "):
-        assert resolve_entity(index, key)["id"] == row["id"], key
+        assert entity_detail(index, key)["id"] == row["id"], key
     with pytest.raises(NotFound) as raised:
-        resolve_entity(index, "taylor cru")
+        entity_detail(index, "taylor cru")
     message = str(raised.value)
     assert "no entity 'taylor cru'" in message and "'TAYLOR CRUZ'" in message
     assert "GET /entities?q=taylor%20cru" in message and raised.value.suggestions[0] == "TAYLOR CRUZ"
@@ -159,7 +158,7 @@ def test_a_community_without_a_report_has_none(dulce):
 
 
 def test_neighbourhood_walks_hops_and_keeps_the_nearest_then_best_connected(index):
-    alex = resolve_entity(index, "ALEX MERCER")
+    alex = entity_detail(index, "ALEX MERCER")
     ids = dict(zip(index.entities["title"], index.entities["id"], strict=True))
     rels = index.relationships
     one = neighbourhood(index, "ALEX MERCER")
@@ -229,7 +228,7 @@ def test_look_ups_take_milliseconds_on_ten_thousand_entities(tmp_path):
     find_entities(index, "x")
     looks = [lambda: find_entities(index, "entity 77"), lambda: find_entities(index, ""),
              lambda: neighbourhood(index, "e0", hops=3), lambda: neighbourhood(index, "e9999", hops=3),
-             lambda: entity_detail(index, "e0"), lambda: resolve_entity(index, index.entities["title"][5000].lower())]
+             lambda: entity_detail(index, "e0"), lambda: entity_detail(index, index.entities["title"][5000].lower())]
     for look in looks:
         start = time.perf_counter()
         for _ in range(5):

@@ -47,7 +47,7 @@ from graphrag_lite.query.hops import HopRound, follow_up_query, hop_context, mer
 from graphrag_lite.query.index import IndexTables
 from graphrag_lite.query.local import LEFT_OUT, LocalContext, build_local_context, name_matches
 from graphrag_lite.query.retrieval import by_keywords, by_vector, fuse, fuse_scores
-from graphrag_lite.tables import CommunityReportRow, TextUnitRow, plain_json, typed_records
+from graphrag_lite.tables import CommunityReportRow, plain_json, typed_records
 from graphrag_lite.tokens import count_with
 from graphrag_lite.vector_store import check_embedding_model, connect, read_manifest
 
@@ -248,9 +248,9 @@ class GraphRAG:
             rankings.insert(0, by_vector(self._db(), "text_unit_text",
                                          await self.embed_question(cfg.embedding_model_id, question), cfg.k))
         found = fuse(rankings, cfg.k)
-        units = typed_records(self.index.text_units.set_index("id", drop=False).loc[found], TextUnitRow)
-        return pack("Sources", ["id", "text"], [{"id": int(u["human_readable_id"]), "text": u["text"]}
-                                                for u in units], cfg.max_context_tokens)
+        units = self.index.units_by_id  # built once per index, not a table re-indexed per question
+        return pack("Sources", ["id", "text"], [{"id": units[u][0], "text": units[u][1]} for u in found],
+                    cfg.max_context_tokens)
 
     # ------------------------------------------------------------ global
 

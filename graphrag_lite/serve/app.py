@@ -40,7 +40,7 @@ from graphrag_lite.llm.gateway import LLMCallError
 from graphrag_lite.llm.ledger import request_scope
 from graphrag_lite.query.engine import SearchResult
 from graphrag_lite.serve import browse
-from graphrag_lite.serve.holder import IndexHolder, LoadedIndex
+from graphrag_lite.serve.holder import TABLES, IndexHolder, LoadedIndex
 
 LOG = logging.getLogger("graphrag_lite.serve")
 STATIC = Path(__file__).with_name("static")
@@ -328,13 +328,10 @@ def _add_page_routes(app: FastAPI) -> None:
 
     @app.get("/stats", summary="The index's figures, and the requests served with their latencies")
     async def stats(request: Request) -> dict[str, Any]:
-        from graphrag_lite.pipeline import last_run
-
         holder: IndexHolder = request.app.state.holder
         loaded = holder.current
-        tables = {name: len(getattr(loaded.engine.index, name)) for name in
-                  ("documents", "text_units", "entities", "relationships", "communities", "reports")}
-        run = last_run(loaded.config.output.base_dir)
+        tables = {name: len(getattr(loaded.engine.index, name)) for name in TABLES if name != "covariates"}
+        run = loaded.last_run
         return {"index": {"output": str(loaded.config.output.base_dir), "rows": tables,
                           "last_run": {k: run.get(k) for k in ("status", "pipeline", "started", "finished",
                                                                "wall_s")},

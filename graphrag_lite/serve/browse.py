@@ -38,7 +38,6 @@ class NotFound(LookupError):
     def __init__(self, reason: str, suggestions: Sequence[str] = (), search: str | None = None) -> None:
         self.reason = reason
         self.suggestions = list(suggestions)
-        self.search = search
         super().__init__(self.message(search))
 
     def message(self, search: str | None) -> str:
@@ -77,12 +76,6 @@ def find_entities(index: IndexTables, q: str, limit: int = 20) -> list[dict[str,
                 continue
         ranked.append((tier, -shared, -lookups.degrees[position], title, position))
     return [lookups.summary(found[-1]) for found in heapq.nsmallest(limit, ranked)]
-
-
-def resolve_entity(index: IndexTables, key: str) -> pd.Series:
-    """The entity's row, found by its id, its human_readable_id (as text) or its exact title (any case),
-    tried in that order; NotFound, with close matches, otherwise."""
-    return index.entities.iloc[_position(_lookups(index), key)]
 
 
 def entity_detail(index: IndexTables, key: str) -> dict[str, Any]:

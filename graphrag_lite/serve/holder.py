@@ -52,6 +52,7 @@ class LoadedIndex:
     config: GraphRagConfig
     engines: dict[tuple[str, bool], GraphRAG]  # (method, no_model) -> engine
     stamp: tuple[tuple[int, int], ...]  # index_stamp when loaded
+    last_run: dict[str, Any]  # the stats.json of the run that built the loaded index
     loaded_at: float = field(default_factory=time.time)
 
     @property
@@ -88,16 +89,18 @@ def load_index(root: Path, config: Path | None, overrides: list[str]) -> LoadedI
     database = PinnedDatabase(base._database)
     engines = {}
     for method in METHODS:
-        for no_model in (False, True):
-            nulls = no_model_overrides(method) if no_model else []
-            engine = base.with_config(GraphRAG.from_config(root, config, [*overrides, *nulls]).config)
+        for no_model in (False, True):  # with a model, the base's settings; without, its model settings null
+            engine = base.with_config(GraphRAG.from_config(root, config, [*overrides, *no_model_overrides(method)])
+                                      .config if no_model else base.config)
             engine._database = database  # the pinned tables, shared (a cached_property, set here)
             engine._manifest = base._manifest  # read once: a later run may re-embed with another model
             engines[(method, no_model)] = engine
     base.gateway.ledger.keep_records = False  # a server's calls are counted per request, not kept forever
     if run_in_progress(output) or index_stamp(output) != stamp:
         raise IndexChanging(f"an index run wrote to {output} while it was being loaded")
-    return LoadedIndex(base.config, engines, stamp)
+    from graphrag_lite.pipeline import last_run
+
+    return LoadedIndex(base.config, engines, stamp, last_run(output))
 
 
 class IndexChanging(GraphragLiteError):
@@ -148,7 +151,10 @@ class IndexHolder:
             return False  # a run began meanwhile: next time
         except Exception as err:  # a run that left no usable index: keep answering from the old one
             self.reload_problem = f"the index changed but could not be loaded, still answering from the old: {err}"
-            LOG.warning(self.reload_problem)
+            if isinstance(err, GraphragLiteError):
+                LOG.warning(self.reload_problem)
+            else:  # not an index problem: a defect, with its traceback in the log
+                LOG.exception(self.reload_problem)
             self._failed_stamp = stamp
             return False
         self.current, self.reload_problem = fresh, None
