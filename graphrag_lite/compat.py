@@ -46,7 +46,7 @@ SECTION_KEYS_IGNORED = {
     ("extract_graph_nlp", "async_mode"): "the fast method needs no threads",
     ("chunking", "type"): "chunking is by tokens", ("chunking", "group_by_columns"): "documents are chunked alone",
     ("chunks", "group_by_columns"): "documents are chunked alone", ("cache", "type"): "the cache is a file cache",
-    ("vector_store", "type"): "the vector store is LanceDB", ("embed_text", "names"): "every table is embedded",
+    ("vector_store", "type"): "the vector store is LanceDB",
     ("embed_text", "vector_store_id"): "there is one vector store", ("output", "type"): "output is local files",
 }
 
@@ -164,6 +164,19 @@ def _unless_empty(data: dict[str, Any], section: str) -> None:
         data.pop(section)
 
 
+def _embedded_names(data: dict[str, Any], notes: list[str]) -> None:
+    """embed_text.names: the tables made here get vectors as listed (the names are the same); the others noted."""
+    from graphrag_lite.config import VECTOR_TABLES
+
+    section = data.get("embed_text")
+    if not isinstance(section, dict) or not isinstance(section.get("names"), list):
+        return
+    other = [str(name) for name in section["names"] if name not in VECTOR_TABLES]
+    section["names"] = [name for name in section["names"] if name in VECTOR_TABLES]
+    if other:
+        notes.append(f"embed_text.names: {', '.join(other)} ignored (the tables made here: {', '.join(VECTOR_TABLES)})")
+
+
 def _sections(data: dict[str, Any], notes: list[str], chat: str | None, embedding: str | None) -> None:
     """Model references renamed, every section given the file's models where it names none, and the keys
     ignored here noted once."""
@@ -171,6 +184,7 @@ def _sections(data: dict[str, Any], notes: list[str], chat: str | None, embeddin
         if isinstance(data.get(section), dict) and key in data[section]:
             data[section].pop(key)
             notes.append(f"{section}.{key}: ignored ({reason})")
+    _embedded_names(data, notes)
     reports = data.get("community_reports")
     if isinstance(reports, dict) and "graph_prompt" in reports:
         if "prompt" in reports:  # set here (prompt-tune writes it): it is the one used

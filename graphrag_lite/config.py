@@ -16,7 +16,7 @@ import re
 import types
 import typing
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any, Literal, get_args
 
 import yaml
 from dotenv import dotenv_values
@@ -284,6 +284,11 @@ class CommunityReportsConfig(Section):
     max_completion_tokens: int | None = Field(6000, ge=1, description="longest report; a longer one is cut off")
 
 
+# the LanceDB tables of an index (Microsoft GraphRAG's names), in the order embed_text writes them
+VectorTable = Literal["entity_description", "text_unit_text", "community_full_content"]
+VECTOR_TABLES: tuple[str, ...] = get_args(VectorTable)
+
+
 class EmbedTextConfig(Section):
     model_id: str | None = Field("default_embedding_model", description="id of a model in `models`; null: no "
                                  "vectors, full-text indexes only")
@@ -292,6 +297,12 @@ class EmbedTextConfig(Section):
     batch_size: int = Field(256, ge=1, description="texts per embedding call (halved, for the rest of the run, "
                             "when the provider refuses that many)")
     batch_max_tokens: int = Field(50_000, ge=1, description="tokens per embedding call (halved like batch_size)")
+    # Microsoft GraphRAG embeds report texts too (for DRIFT search, which is not here); no search here reads
+    # their vectors, and they were a tenth of an index's tokens (issue 16)
+    names: list[VectorTable] = Field(
+        ["entity_description", "text_unit_text"], description="LanceDB tables that get vectors (local search reads "
+        "entity_description and text_unit_text, basic search text_unit_text; add community_full_content for your "
+        "own use); every table gets a full-text index")
 
 
 class VectorStoreConfig(Section):

@@ -19,12 +19,12 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from graphrag_lite.config import GraphRagConfig
+from graphrag_lite.config import VECTOR_TABLES, GraphRagConfig
 from graphrag_lite.errors import GraphragLiteError
 from graphrag_lite.storage import read_json
 
 MANIFEST = "embeddings_manifest.json"
-TABLES = ("entity_description", "text_unit_text", "community_full_content")
+TABLES = VECTOR_TABLES
 REEMBED = "graphrag-lite index --from embed_text"
 DELETE_CHUNK = 500  # ids per delete predicate
 

@@ -162,6 +162,18 @@ def test_graphrag_settings_files_load_with_every_key_mapped_or_noted_once(tmp_pa
         "reporting", "snapshots", "drift_search", "global_search.knowledge_prompt", "community_reports.text_prompt"}
 
 
+def test_graphrag_embed_text_names_choose_our_vector_tables_and_the_others_are_noted():
+    from graphrag_lite.compat import translate
+
+    data, notes = translate({"models": {"default_chat_model": {"type": "openai_chat", "model": "gpt-4.1"}},
+                             "embed_text": {"names": ["entity_description", "relationship_description",
+                                                      "community_full_content"]}})
+    assert data["embed_text"]["names"] == ["entity_description", "community_full_content"]
+    assert [n for n in notes if n.startswith("embed_text.names")] == [
+        "embed_text.names: relationship_description ignored (the tables made here: entity_description, "
+        "text_unit_text, community_full_content)"]
+
+
 def test_a_key_graphrag_does_not_have_either_is_still_an_error_and_blob_storage_is_refused(tmp_path: Path):
     from graphrag_lite.config import load_config
     from graphrag_lite.errors import ConfigError

@@ -63,9 +63,40 @@ def test_lancedb_tables_answer_vector_and_full_text_searches(novella):
         assert {i.index_type for i in lance.list_indices()} >= {"FTS"}
         keyword = lance.search("Mercer", query_type="fts").limit(3).to_pandas()
         assert len(keyword) and set(keyword["id"]) <= expected and keyword["text"].str.contains("Mercer").all()
+        if name == "community_full_content":  # no search reads report vectors: not made unless embed_text.names asks
+            assert lance.schema.names == ["id", "text"]
+            continue
         probe = lance.search().limit(1).to_pandas()["vector"][0]
         nearest = lance.search(np.asarray(probe, dtype="float32")).limit(1).to_pandas()
         assert nearest["_distance"][0] < 1e-4  # a row's own vector finds that row
+    assert manifest["vectors"] == ["entity_description", "text_unit_text"]
+
+
+def test_embed_text_names_choose_the_tables_with_vectors(novella, tmp_path):
+    """Adding a table to embed_text.names embeds its texts alone (the other tables keep their vectors);
+    a search still works on an index whose text units have no vectors, by keywords."""
+    import shutil
+
+    root = tmp_path / "copy"
+    shutil.copytree(novella, root)
+    assert index(root).exit_code == 0  # the copy's own LanceDB (the manifest names the original's)
+    reports = table(root, "community_reports")
+    result = index(root, "--set", "embed_text.names=[entity_description, text_unit_text, community_full_content]")
+    assert result.exit_code == 0, result.output
+    details = json.loads((root / "output" / "stats.json").read_text(encoding="utf-8"))["stages"]["embed_text"]["details"]
+    assert details["community_full_content"] == {"added": len(reports), "removed": 0, "kept": 0, "rebuilt": True}
+    assert details["text_unit_text"]["added"] == details["entity_description"]["added"] == 0
+    db = connect(load_config(root).vector_store.db_uri)
+    assert str(root) in db.uri
+    assert db.open_table("community_full_content").schema.names == ["id", "text", "vector"]
+    result = index(root, "--set", "embed_text.names=[entity_description]")
+    assert result.exit_code == 0, result.output
+    assert db.open_table("text_unit_text").schema.names == ["id", "text"]
+    answer = CliRunner().invoke(app, ["query", "basic", "Who is Alex Mercer?", "--root", str(root), "--no-model",
+                                      "--json"], catch_exceptions=False)
+    assert answer.exit_code == 0, answer.output
+    sources = json.loads(answer.output)["context"]["Sources"]
+    assert sources and all("Mercer" in row["text"] for row in sources)  # found by keywords alone
 
 
 def test_embedding_model_mismatch_says_how_to_re_embed(novella):

@@ -122,9 +122,10 @@ def test_a_re_index_embeds_only_the_new_texts_even_without_the_cache(tmp_path: P
     added = sum(t["added"] for t in details.values())
     assert 0 < added < sum(t["kept"] for t in details.values())  # a few rows; the rest kept their vectors
     assert details["text_unit_text"]["added"] >= 1 and details["text_unit_text"]["removed"] == 0
-    assert llm["calls"] - llm["cache_hits"] == added  # only the new texts were sent
-    assert "text_unit_text (" in embed["summary"] and " added" in embed["summary"]
     manifest = json.loads((root / "output" / MANIFEST).read_text(encoding="utf-8"))
+    assert manifest["vectors"] == ["entity_description", "text_unit_text"]  # reports: full-text only
+    assert llm["calls"] - llm["cache_hits"] == sum(details[t]["added"] for t in manifest["vectors"])  # only new texts
+    assert "text_unit_text (" in embed["summary"] and " added" in embed["summary"]
     table = connect(manifest["db_uri"]).open_table("text_unit_text")
     assert table.count_rows() == manifest["tables"]["text_unit_text"]
     assert documents[-1].name == "railway.txt" and keyword(table, "Kisumu", index_only=True)
@@ -132,7 +133,8 @@ def test_a_re_index_embeds_only_the_new_texts_even_without_the_cache(tmp_path: P
     other = cli("index", "--root", root, "--set", "models.default_embedding_model.model=fake/embedding?dim=64")
     assert other.exit_code == 0, other.output
     rebuilt = stats(root)
-    assert all(t["rebuilt"] for t in rebuilt["details"].values())  # another model: every vector is new
+    assert all(rebuilt["details"][t]["rebuilt"] for t in manifest["vectors"])  # another model: every vector is new
+    assert not rebuilt["details"]["community_full_content"]["rebuilt"]  # no vectors there to redo
     assert json.loads((root / "output" / MANIFEST).read_text(encoding="utf-8"))["dimension"] == 64
     assert connect(manifest["db_uri"]).open_table("entity_description").schema.field("vector").type.list_size == 64
 

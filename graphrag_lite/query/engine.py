@@ -49,7 +49,7 @@ from graphrag_lite.query.local import LEFT_OUT, LocalContext, build_local_contex
 from graphrag_lite.query.retrieval import by_keywords, by_vector, fuse, fuse_scores
 from graphrag_lite.tables import CommunityReportRow, plain_json, typed_records
 from graphrag_lite.tokens import count_with
-from graphrag_lite.vector_store import check_embedding_model, connect, read_manifest
+from graphrag_lite.vector_store import TABLES, check_embedding_model, connect, read_manifest
 
 DEFAULT_RESPONSE_TYPE = "Multiple Paragraphs"
 OnPiece = Callable[[str], None]
@@ -161,10 +161,10 @@ class GraphRAG:
         pool = cfg.top_k_entities * 3
         rankings = [name_matches(self.index, text), by_keywords(self._db(), "entity_description", text, pool)]
         unit_rankings = [by_keywords(self._db(), "text_unit_text", text, cfg.retrieved_text_units)]
-        if cfg.embedding_model_id and self._has_vectors():
+        if cfg.embedding_model_id and {"entity_description", "text_unit_text"} & self._vectors():
             vector = await self.embed_question(cfg.embedding_model_id, text)
-            rankings.append(by_vector(self._db(), "entity_description", vector, pool))
-            unit_rankings.append(by_vector(self._db(), "text_unit_text", vector, cfg.retrieved_text_units))
+            rankings.append(self._nearest("entity_description", vector, pool))
+            unit_rankings.append(self._nearest("text_unit_text", vector, cfg.retrieved_text_units))
         units = fuse_scores(unit_rankings, cfg.retrieved_text_units) if cfg.retrieved_text_units else {}
         return fuse_scores(rankings, cfg.top_k_entities), units
 
@@ -244,9 +244,9 @@ class GraphRAG:
         self._count_tokens_as_indexed()
         cfg = self.config.basic_search
         rankings = [by_keywords(self._db(), "text_unit_text", question, cfg.k)]
-        if cfg.embedding_model_id and self._has_vectors():
-            rankings.insert(0, by_vector(self._db(), "text_unit_text",
-                                         await self.embed_question(cfg.embedding_model_id, question), cfg.k))
+        if cfg.embedding_model_id and "text_unit_text" in self._vectors():
+            vector = await self.embed_question(cfg.embedding_model_id, question)
+            rankings.insert(0, self._nearest("text_unit_text", vector, cfg.k))
         found = fuse(rankings, cfg.k)
         units = self.index.units_by_id  # built once per index, not a table re-indexed per question
         return pack("Sources", ["id", "text"], [{"id": units[u][0], "text": units[u][1]} for u in found],
@@ -390,8 +390,12 @@ class GraphRAG:
         self._manifest  # noqa: B018 - a missing index fails here, with the command that builds it
         return connect(self.config.vector_store.db_uri)
 
-    def _has_vectors(self) -> bool:
-        return bool(self._manifest.get("model"))
+    def _vectors(self) -> set[str]:
+        """The LanceDB tables with vectors (embed_text.names; an index from before that setting has them in all)."""
+        return set(self._manifest.get("vectors", TABLES)) if self._manifest.get("model") else set()
+
+    def _nearest(self, table: str, vector: list[float], limit: int) -> list[str]:
+        return by_vector(self._db(), table, vector, limit) if table in self._vectors() else []
 
     async def embed_question(self, model_id: str, text: str) -> list[float]:
         """The question's vector, after checking the index was embedded with the same model and dimension."""

@@ -1,4 +1,5 @@
-"""Stage embed_text: vectors and full-text indexes in LanceDB for entities, text units and reports.
+"""Stage embed_text: full-text indexes in LanceDB for entities, text units and reports, and vectors for the
+tables `embed_text.names` lists (by default those searches read: entities and text units).
 
 Texts go to the embedding model through the gateway (batched by count and tokens, cached per text). With no
 embedding model (embed_text.model_id: null, as in the fast method) the tables get full-text indexes only.
@@ -36,16 +37,18 @@ def run(ctx: StageContext) -> StageResult:
     contents = texts_for(ctx.read("entities"), ctx.read("text_units"), ctx.read("community_reports"))
     db = connect(ctx.config.vector_store.db_uri)
     model = ctx.config.models[cfg.model_id].model if cfg.model_id else None
+    vectorized: list[str] = [name for name in TABLES if name in cfg.names] if model else []
     manifest = read_manifest(ctx.config.output.base_dir)
     dimension = reusable_dimension(manifest, model, ctx.config.vector_store.db_uri)
-    updates = plan(db, contents, dimension, rebuild=model is not None and dimension is None)
-    vectors = embed_added(ctx, contents, updates, {}, dimension)
+    updates = plan(db, contents, dimension, vectorized, rebuild=model is not None and dimension is None)
+    vectors = embed_added(ctx, contents, updates, {}, dimension, vectorized)
     fresh = next((len(v[0]) for v in vectors.values() if v), None)
-    if fresh is not None and fresh != dimension and not all(u.rebuilt for u in updates.values()):
+    if fresh is not None and fresh != dimension and not all(updates[n].rebuilt for n in vectorized):
         # same model name, other vectors (e.g. its `dimensions` call argument changed): start again
-        known = {contents[n][1][k]: v for n, u in updates.items() for k, v in zip(u.add, vectors[n] or [], strict=True)}
-        updates = plan(db, contents, None, rebuild=True)
-        vectors = embed_added(ctx, contents, updates, known, fresh)
+        known = {contents[n][1][k]: v for n in vectorized
+                 for k, v in zip(updates[n].add, vectors[n] or [], strict=True)}
+        updates = plan(db, contents, None, vectorized, rebuild=True)
+        vectors = embed_added(ctx, contents, updates, known, fresh, vectorized)
     if model is not None:
         dimension = fresh if fresh is not None else dimension
     for name in ctx.track(TABLES, len(TABLES), "LanceDB tables"):
@@ -53,8 +56,10 @@ def run(ctx: StageContext) -> StageResult:
     counts = {name: len(contents[name][0]) for name in TABLES}
     first = manifest is None
     write_json(ctx.config.output.base_dir / MANIFEST,
-               {"model": model, "dimension": dimension, "db_uri": ctx.config.vector_store.db_uri, "tables": counts})
-    what = f"vectors ({model}, {dimension} dimensions) and full-text indexes" if model else "full-text indexes only"
+               {"model": model, "dimension": dimension, "db_uri": ctx.config.vector_store.db_uri, "tables": counts,
+                "vectors": vectorized})
+    what = (f"vectors of {', '.join(vectorized)} ({model}, {dimension} dimensions), full-text indexes of all"
+            if vectorized else "full-text indexes only")
     return StageResult(
         tables={"embeddings": pd.DataFrame([{"table": t, "rows": n} for t, n in counts.items()])},
         summary=f"LanceDB {', '.join(describe(t, n, updates[t], first) for t, n in counts.items())}: {what}",
@@ -70,26 +75,28 @@ def reusable_dimension(manifest: dict[str, Any] | None, model: str | None, db_ur
     return manifest.get("dimension")
 
 
-def plan(db: Any, contents: dict[str, tuple[list, list]], dimension: int | None,
+def plan(db: Any, contents: dict[str, tuple[list, list]], dimension: int | None, vectorized: list[str],
          rebuild: bool) -> dict[str, TableUpdate]:
-    return {name: plan_update(db, name, *contents[name], dimension, rebuild=rebuild) for name in TABLES}
+    """Each table's update; only the `vectorized` tables have vectors (a table that gains or loses them is
+    recreated)."""
+    return {name: plan_update(db, name, *contents[name], dimension if name in vectorized else None,
+                              rebuild=rebuild and name in vectorized) for name in TABLES}
 
 
 def embed_added(ctx: StageContext, contents: dict[str, tuple[list, list]], updates: dict[str, TableUpdate],
-                known: dict[str, list[float]], dimension: int | None) -> dict[str, list[list[float]] | None]:
-    """Vectors of the rows each table adds (None per table without an embedding model), in one gateway call
-    so they all have one dimension (`dimension`, when known, also sets cached vectors of another size aside);
+                known: dict[str, list[float]], dimension: int | None,
+                vectorized: list[str]) -> dict[str, list[list[float]] | None]:
+    """Vectors of the rows each `vectorized` table adds (None for the other tables), in one gateway call so
+    they all have one dimension (`dimension`, when known, also sets cached vectors of another size aside);
     `known`: vectors already in hand, by text, not sent again."""
     cfg = ctx.config.embed_text
-    if cfg.model_id is None:
-        return dict.fromkeys(TABLES)
-    wanted = {n: [contents[n][1][k] for k in updates[n].add] for n in TABLES}
+    wanted = {n: [contents[n][1][k] for k in updates[n].add] for n in vectorized}
     missing = list(dict.fromkeys(t for texts in wanted.values() for t in texts if t not in known))
-    if missing:
+    if missing and cfg.model_id:
         fresh = ctx.run(ctx.llm.embed(cfg.model_id, missing, stage="embed_text", batch_size=cfg.batch_size,
                                       batch_max_tokens=cfg.batch_max_tokens, dimension=dimension))
         known = {**known, **dict(zip(missing, fresh, strict=True))}
-    return {n: [known[t] for t in texts] for n, texts in wanted.items()}
+    return {n: [known[t] for t in wanted[n]] if n in wanted else None for n in TABLES}
 
 
 def describe(table: str, rows: int, update: TableUpdate, first: bool) -> str:
