@@ -127,7 +127,8 @@ def rounds(name: str, stage: dict, sent: int, concurrency: int) -> int:
 
 VARIANTS = {  # --compare: the settings before issue 16, the defaults, and each option of issue 16
     "before (issue 16)": (["summarize_descriptions.join_max_tokens=0", "embed_text.batch_size=16",
-                           "embed_text.batch_max_tokens=8191"], []),
+                           "embed_text.batch_max_tokens=8191",
+                           "embed_text.names=[entity_description,text_unit_text,community_full_content]"], []),
     "defaults": ([], []),
     "gleaning compact": (["extract_graph.gleaning=compact"], []),
     "batch (index --batch)": ([], ["--batch"]),

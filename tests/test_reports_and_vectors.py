@@ -83,7 +83,8 @@ def test_embed_text_names_choose_the_tables_with_vectors(novella, tmp_path):
     reports = table(root, "community_reports")
     result = index(root, "--set", "embed_text.names=[entity_description, text_unit_text, community_full_content]")
     assert result.exit_code == 0, result.output
-    details = json.loads((root / "output" / "stats.json").read_text(encoding="utf-8"))["stages"]["embed_text"]["details"]
+    stats = json.loads((root / "output" / "stats.json").read_text(encoding="utf-8"))
+    details = stats["stages"]["embed_text"]["details"]
     assert details["community_full_content"] == {"added": len(reports), "removed": 0, "kept": 0, "rebuilt": True}
     assert details["text_unit_text"]["added"] == details["entity_description"]["added"] == 0
     db = connect(load_config(root).vector_store.db_uri)

@@ -138,7 +138,7 @@ class FakeLLM(CustomLLM):
     async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
         options = Options.parse(model)
         STATS.completions += 1
-        prompt_tokens = sum(count_tokens(str(m.get("content", "")), PROVIDER_ENCODING) for m in messages)
+        prompt_tokens = sum(_provider_tokens(str(m.get("content", ""))) for m in messages)
         STATS.prompt_tokens += prompt_tokens
         STATS.first_messages.append(str(messages[0].get("content", "")) if messages else "")
         STATS.started.append(time.monotonic())
@@ -155,7 +155,7 @@ class FakeLLM(CustomLLM):
                 await self._inject_fault(options, model)
         finally:
             STATS.in_flight -= 1
-        completion_tokens = count_tokens(text, PROVIDER_ENCODING)
+        completion_tokens = _provider_tokens(text)
         max_tokens = (kwargs.get("optional_params") or {}).get("max_tokens")
         if max_tokens and completion_tokens > max_tokens:  # cut where a real model stops
             text, finish, completion_tokens = _first_tokens(text, int(max_tokens)), "length", int(max_tokens)
@@ -782,6 +782,13 @@ def embed_text(text: str, dim: int) -> list[float]:
         vector[bucket] += vote * count
     norm = math.sqrt(sum(v * v for v in vector)) or 1.0
     return [v / norm for v in vector]
+
+
+@functools.lru_cache(maxsize=4096)
+def _provider_tokens(text: str) -> int:
+    """A message's tokens as the provider counts them: a gleaning resends the first prompt and answer, which
+    a remote server would count on its side; here it would be the indexing process's CPU, twice."""
+    return count_tokens(text, PROVIDER_ENCODING)
 
 
 @functools.lru_cache(maxsize=1 << 18)
