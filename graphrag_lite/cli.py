@@ -560,11 +560,13 @@ def print_estimates(estimates: dict[str, Any], batch: bool = False) -> None:
         cost = found["estimated_cost_usd"]
         total += cost or 0.0
         table.add_row(stage, f"{found['calls']:,} + ≤{found['up_to_extra_calls']:,}",
-                      f"{found['prompt_tokens']:,} + ≤{found['up_to_extra_prompt_tokens']:,}",
+                      f"{found['prompt_tokens']:,} + ~{found['estimated_extra_prompt_tokens']:,}",
                       f"{found['estimated_completion_tokens']:,}", "?" if cost is None else f"${cost:.4f}")
     console.print(table)
-    console.print("'+ ≤N': gleaning calls, made only while the model keeps finding more. Completion tokens are "
-                  "estimated; calls and prompt tokens are counted.", highlight=False)
+    console.print("'+ ≤N' calls: gleaning calls, made only while the model keeps finding more; '+ ~N' prompt "
+                  "tokens: theirs, estimated (they resend the model's answers, assumed half as long as the text). "
+                  "First calls and their prompt tokens are counted; completion tokens are estimated.",
+                  highlight=False)
     if unchanged:
         console.print(f"Unchanged since the last run, so skipped with no call: {', '.join(unchanged)}")
     if unknown:

@@ -23,7 +23,7 @@ class CallEstimate:
     extra_calls: int  # at most this many more (gleaning continues only while the model finds more)
     prompt_tokens: int  # of the certain calls
     completion_tokens: int  # estimated
-    extra_prompt_tokens: int  # of the extra calls, at most
+    extra_prompt_tokens: int  # of the extra calls, all made; an estimate (they resend estimated answers)
     note: str = ""
 
     def cost(self, config: GraphRagConfig) -> float | None:
@@ -42,7 +42,7 @@ class CallEstimate:
 
     def as_dict(self, config: GraphRagConfig) -> dict[str, Any]:
         return {"model_id": self.model_id, "calls": self.calls, "up_to_extra_calls": self.extra_calls,
-                "prompt_tokens": self.prompt_tokens, "up_to_extra_prompt_tokens": self.extra_prompt_tokens,
+                "prompt_tokens": self.prompt_tokens, "estimated_extra_prompt_tokens": self.extra_prompt_tokens,
                 "estimated_completion_tokens": self.completion_tokens, "estimated_cost_usd": self.cost(config),
                 "note": self.note}
 

@@ -206,7 +206,7 @@ def test_a_dry_run_estimates_fewer_gleaning_tokens_for_compact(tmp_path, cli):
         estimates[gleaning] = json.loads((root / "output" / "dry_run.json").read_text(encoding="utf-8"))
     history, compact = (estimates[g]["extract_graph"] for g in ("history", "compact"))
     assert compact["prompt_tokens"] == history["prompt_tokens"] and compact["calls"] == history["calls"]
-    assert 0 < compact["up_to_extra_prompt_tokens"] < 0.9 * history["up_to_extra_prompt_tokens"]
+    assert 0 < compact["estimated_extra_prompt_tokens"] < 0.9 * history["estimated_extra_prompt_tokens"]
 
 
 # (3) what models answer to it ---------------------------------------------------------------------------------

@@ -55,7 +55,7 @@ def estimate_experiment(plan: ExperimentPlan) -> ExperimentEstimate:
             estimate.rows.append({"what": f"{planned.index}: {stage.name}" + (" (shared)" if shared else ""),
                                   "calls": 0 if shared else found["calls"] + found["up_to_extra_calls"],
                                   "prompt_tokens": 0 if shared else found["prompt_tokens"] +
-                                  found["up_to_extra_prompt_tokens"],
+                                  found["estimated_extra_prompt_tokens"],
                                   "cost_usd": 0.0 if shared else found["estimated_cost_usd"]})
     answering = (plan.spec.answers and any(q.answers for q in plan.questions)) or plan.spec.judge is not None
     for planned in plan.variants if plan.questions else []:
