@@ -8,7 +8,7 @@ import logging
 import shlex
 import time
 import traceback
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -596,7 +596,7 @@ def _query(method: str, question: str, root: Path, config: Path | None, set_: li
 
     from graphrag_lite.config import no_model_overrides
     from graphrag_lite.pipeline import describe_llm_totals, print_compat_notes
-    from graphrag_lite.query.engine import GraphRAG, SearchResult
+    from graphrag_lite.query.engine import GraphRAG
     from graphrag_lite.query.hops import describe_round
 
     overrides = [*(set_ or []), *(no_model_overrides(method) if no_model else []),
@@ -610,9 +610,7 @@ def _query(method: str, question: str, root: Path, config: Path | None, set_: li
             options["community_level"] = community_level
         if streaming and not as_json:
             options["on_piece"] = lambda piece: console.print(piece, end="", markup=False, highlight=False)
-        searches: dict[str, Callable[..., Coroutine[Any, Any, SearchResult]]] = {
-            "local": rag.alocal_search, "global": rag.aglobal_search, "basic": rag.abasic_search}
-        result = asyncio.run(searches[method](question, **options))
+        result = asyncio.run(rag.asearch(method, question, **options))
         if as_json:
             console.print_json(json.dumps(result.to_dict(), default=str, ensure_ascii=False))
             return

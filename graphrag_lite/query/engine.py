@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -129,6 +129,12 @@ class GraphRAG:
         if self._gateway is None:
             self._gateway = Gateway(self.config, use_cache=self.use_cache)
         return self._gateway
+
+    async def asearch(self, method: str, question: str, **options: Any) -> SearchResult:
+        """Local, global or basic search, chosen by name (`method`), with that search's options."""
+        searches: dict[str, Callable[..., Awaitable[SearchResult]]] = {
+            "local": self.alocal_search, "global": self.aglobal_search, "basic": self.abasic_search}
+        return await searches[method](question, **options)
 
     # ------------------------------------------------------------ local
 
