@@ -165,12 +165,12 @@ class GraphRAG:
         text units found for it directly, each with its fused score, best first."""
         cfg = self.config.local_search
         pool = cfg.top_k_entities * 3
-        rankings = [name_matches(self.index, text), by_keywords(self._db(), "entity_description", text, pool)]
-        unit_rankings = [by_keywords(self._db(), "text_unit_text", text, cfg.retrieved_text_units)]
+        rankings = [name_matches(self.index, text), by_keywords(self._database, "entity_description", text, pool)]
+        unit_rankings = [by_keywords(self._database, "text_unit_text", text, cfg.retrieved_text_units)]
         if cfg.embedding_model_id and self._has_vectors():
             vector = await self.embed_question(cfg.embedding_model_id, text)
-            rankings.append(by_vector(self._db(), "entity_description", vector, pool))
-            unit_rankings.append(by_vector(self._db(), "text_unit_text", vector, cfg.retrieved_text_units))
+            rankings.append(by_vector(self._database, "entity_description", vector, pool))
+            unit_rankings.append(by_vector(self._database, "text_unit_text", vector, cfg.retrieved_text_units))
         units = fuse_scores(unit_rankings, cfg.retrieved_text_units) if cfg.retrieved_text_units else {}
         return fuse_scores(rankings, cfg.top_k_entities), units
 
@@ -249,9 +249,9 @@ class GraphRAG:
         packed to `basic_search.max_context_tokens`."""
         self._count_tokens_as_indexed()
         cfg = self.config.basic_search
-        rankings = [by_keywords(self._db(), "text_unit_text", question, cfg.k)]
+        rankings = [by_keywords(self._database, "text_unit_text", question, cfg.k)]
         if cfg.embedding_model_id and self._has_vectors():
-            rankings.insert(0, by_vector(self._db(), "text_unit_text",
+            rankings.insert(0, by_vector(self._database, "text_unit_text",
                                          await self.embed_question(cfg.embedding_model_id, question), cfg.k))
         found = fuse(rankings, cfg.k)
         units = self.index.units_by_id  # built once per index, not a table re-indexed per question
@@ -353,7 +353,7 @@ class GraphRAG:
         """With no chat model: the reports of the level that match the question's words best."""
         cfg = self.config.global_search
         selection = select_reports(self.index, level, cfg.min_community_rank)
-        matched = by_keywords(self._db(), "community_full_content", question, 50)
+        matched = by_keywords(self._database, "community_full_content", question, 50)
         by_id = {r["id"]: r for r in typed_records(selection.reports, CommunityReportRow)}
         ranked = [r for r in matched if r in by_id] or list(by_id)[:5]
         rows = [{"id": int(by_id[r]["community"]), "title": by_id[r]["title"], "content": by_id[r]["summary"],
@@ -405,9 +405,6 @@ class GraphRAG:
                                             dimension=self._manifest.get("dimension"))
         check_embedding_model(self.config, model_id, dimension=len(vector))
         return vector
-
-    def _db(self) -> Any:
-        return self._database
 
     def _usage(self) -> dict[str, Any] | None:
         if self._gateway is None or not self._gateway.ledger.visible():
