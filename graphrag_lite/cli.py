@@ -8,7 +8,7 @@ import logging
 import shlex
 import time
 import traceback
-from collections.abc import Callable, Coroutine, Iterator
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any, TypeVar
@@ -598,7 +598,7 @@ def _query(method: str, question: str, root: Path, config: Path | None, set_: li
 
     from graphrag_lite.config import no_model_overrides
     from graphrag_lite.pipeline import describe_llm_totals, print_compat_notes
-    from graphrag_lite.query.engine import GraphRAG, SearchResult
+    from graphrag_lite.query.engine import GraphRAG
     from graphrag_lite.query.hops import describe_round
 
     overrides = [*(set_ or []), *(no_model_overrides(method) if no_model else []),
@@ -612,9 +612,7 @@ def _query(method: str, question: str, root: Path, config: Path | None, set_: li
             options["community_level"] = community_level
         if streaming and not as_json:
             options["on_piece"] = lambda piece: console.print(piece, end="", markup=False, highlight=False)
-        searches: dict[str, Callable[..., Coroutine[Any, Any, SearchResult]]] = {
-            "local": rag.alocal_search, "global": rag.aglobal_search, "basic": rag.abasic_search}
-        result = asyncio.run(searches[method](question, **options))
+        result = asyncio.run(rag.asearch(method, question, **options))
         if as_json:
             console.print_json(json.dumps(result.to_dict(), default=str, ensure_ascii=False))
             return
@@ -865,6 +863,7 @@ def evaluate(
     from graphrag_lite.evaluation.evaluate import METHODS, evaluate_index, summary_table
     from graphrag_lite.evaluation.questions import load_questions
     from graphrag_lite.query.engine import GraphRAG
+    from graphrag_lite.tables import plain_json
 
     def run() -> int:
         chosen = [m.strip() for m in methods.split(",") if m.strip()]
@@ -877,7 +876,8 @@ def evaluate(
         table = summary_table(results)
         if as_json:
             data = {"methods": table.to_dict("records"), "questions": [asdict(r) for r in results]}
-            console.print_json(json.dumps(without_nan(data), default=str, allow_nan=False))
+            # NaN (not measured) as null: strict JSON readers reject NaN
+            console.print_json(json.dumps(plain_json(data), allow_nan=False))
             return _failed_questions(results)
         print_table(table.rename(columns={"calls": "query_calls", "cost_usd": "query_cost_usd",
                                           "median_s": "query_median_s"}),
@@ -901,17 +901,6 @@ def _failed_questions(results: Any) -> int:
                  f"{failed[0].question_id}: {failed[0].problems[0][:200]}); --json lists them all (exit code "
                  f"{IndexIncomplete.exit_code})", highlight=False)
     return IndexIncomplete.exit_code
-
-
-def without_nan(value: Any) -> Any:
-    """NaN (not measured) as JSON null: strict JSON readers reject NaN."""
-    if isinstance(value, float) and value != value:
-        return None
-    if isinstance(value, dict):
-        return {k: without_nan(v) for k, v in value.items()}
-    if isinstance(value, list):
-        return [without_nan(v) for v in value]
-    return value
 
 
 def main() -> None:

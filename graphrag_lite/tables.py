@@ -202,29 +202,6 @@ def written_by(table: str) -> str:
     return next(stage.name for stage in STAGES.values() if table in stage.writes)
 
 
-def schema_problems(name: str, frame: pd.DataFrame) -> list[str]:
-    """How an index table departs from INDEX_TABLES: missing columns, columns of another kind."""
-    problems = []
-    for column, kind in INDEX_TABLES[name].items():
-        if column not in frame.columns:
-            problems.append(f"{name}.{column} is missing")
-        elif not _is_kind(frame[column], kind):
-            problems.append(f"{name}.{column} is {frame[column].dtype}, not {kind}")
-    return problems
-
-
-def _is_kind(column: pd.Series, kind: str) -> bool:
-    if kind == "int":
-        return pd.api.types.is_integer_dtype(column)
-    if kind == "float":
-        return pd.api.types.is_float_dtype(column)
-    if kind == "str":  # a text column may hold None where a value is absent (a claim's dates)
-        return pd.api.types.is_string_dtype(column) or all(isinstance(v, str) for v in column.dropna())
-    if kind == "list":
-        return all(isinstance(v, list | tuple | np.ndarray) for v in column)
-    return True
-
-
 _DTYPES = {"str": "str", "int": "int64", "float": "float64", "list": "object", "any": "object"}
 
 

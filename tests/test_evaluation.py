@@ -8,6 +8,7 @@ import json
 import pandas as pd
 import pytest
 
+from graphrag_lite.evaluation.evaluate import QuestionResult, summary_table
 from graphrag_lite.evaluation.judge import judge_parser
 from graphrag_lite.evaluation.questions import QuestionFileError, load_questions
 from graphrag_lite.evaluation.scoring import (
@@ -71,7 +72,8 @@ def test_evidence_is_found_by_sentence_documents_and_text_units():
     question = Question("q", "?", evidence=tuple(evidence), evidence_documents=("jazz.txt", "d1"),
                         evidence_text_units=("u-b", "7"))
     found = score_retrieval(question, [{"id": 1, "text": paraphrase}], units)
-    assert (found.gold, found.found) == (5, 3) and found.recall == 0.6 and found.all_gold == 0.0
+    scores = summary_table([QuestionResult("q", "", "basic", found.gold, found.found)]).iloc[0]
+    assert (found.gold, found.found) == (5, 3) and scores["recall"] == 0.6 and scores["all_gold"] == 0.0
 
 
 @pytest.mark.parametrize(("reply", "winners"), [

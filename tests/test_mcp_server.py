@@ -16,8 +16,7 @@ from mcp.client.stdio import StdioServerParameters, stdio_client
 from typer.testing import CliRunner
 
 from graphrag_lite.cli import app
-from graphrag_lite.query.engine import GraphRAG
-from graphrag_lite.serve.mcp_server import build_server
+from graphrag_lite.serve.mcp_server import ServedIndex, build_server
 from tests.conftest import DATA, REPO, make_project, write_settings
 
 TOOLS = {"local_search", "global_search", "basic_search", "get_entity", "neighbourhood"}
@@ -112,9 +111,9 @@ def test_an_unknown_entity_is_a_tool_error_with_the_reason(served):
     assert "no entity 'Nobody Atall'" in message and "ask local_search" in message
 
 
-def call_in_process(rag: Any, tool: str, arguments: dict[str, Any]) -> Any:
+def call_in_process(served: ServedIndex, tool: str, arguments: dict[str, Any]) -> Any:
     async def call() -> Any:
-        async with Client(build_server(rag)) as client:
+        async with Client(build_server(served)) as client:
             return await client.call_tool(tool, arguments)
 
     return asyncio.run(call())
@@ -123,25 +122,22 @@ def call_in_process(rag: Any, tool: str, arguments: dict[str, Any]) -> Any:
 def test_a_missing_index_is_reported_by_each_tool(tmp_path):
     root = tmp_path / "empty"
     write_settings(root, "models:\n  default_chat_model:\n    model: fake/default\n")
-    rag = GraphRAG.from_config(root)
+    served = ServedIndex((root, None, []))
     for tool, arguments in (("get_entity", {"entity": "x"}), ("basic_search", {"question": "who?"})):
-        result = call_in_process(rag, tool, arguments)
+        result = call_in_process(served, tool, arguments)
         assert result.is_error and "no index in" in text(result) and "graphrag-lite index --root" in text(result)
 
 
 def test_a_failing_model_is_a_tool_error_and_the_server_goes_on(dulce):
-    rag = GraphRAG.from_config(dulce, overrides=["models.default_chat_model.model=fake/default?auth=1"],
-                               use_cache=False)
-    failed = call_in_process(rag, "basic_search", {"question": "Who is Taylor Cruz?"})
+    served = ServedIndex((dulce, None, ["models.default_chat_model.model=fake/default?auth=1"]))
+    failed = call_in_process(served, "basic_search", {"question": "Who is Taylor Cruz?"})
     assert failed.is_error and "auth" in text(failed).lower()
-    assert "TAYLOR CRUZ" in text(call_in_process(rag, "get_entity", {"entity": "taylor cruz"}))
+    assert "TAYLOR CRUZ" in text(call_in_process(served, "get_entity", {"entity": "taylor cruz"}))
 
 
 def test_an_index_run_while_serving_is_picked_up_at_the_next_call(tmp_path):
     """The served index is loaded whole and pinned; after an index run completes, the next call answers from
     the new index (not a mix of the old tables and the new LanceDB rows)."""
-    from graphrag_lite.serve.mcp_server import ServedIndex
-
     root = make_project(tmp_path / "p", [DATA / "unrelated-documents" / "botany.txt"])
     assert CliRunner().invoke(app, ["index", "--root", str(root)], catch_exceptions=False).exit_code == 0
     served = ServedIndex((root, None, []))
@@ -156,5 +152,5 @@ def test_an_index_run_while_serving_is_picked_up_at_the_next_call(tmp_path):
 
 
 def test_a_blank_question_is_refused_before_any_call(dulce):
-    result = call_in_process(GraphRAG.from_config(dulce), "basic_search", {"question": "   "})
+    result = call_in_process(ServedIndex((dulce, None, [])), "basic_search", {"question": "   "})
     assert result.is_error and "question" in text(result)

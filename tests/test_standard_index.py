@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import json
 
+import numpy as np
 import pandas as pd
 import pytest
 from typer.testing import CliRunner
@@ -176,9 +177,7 @@ def test_json_extraction_mode_end_to_end(tmp_path):
 def test_every_index_table_has_the_schemas_columns_and_kinds(tmp_path, cli, method):
     """The schema module (tables.INDEX_TABLES) is what a standard and a fast index hold, claims off (an empty
     covariates table included: its ids are integers, not pandas' float guess for an empty column)."""
-    import pandas as pd
-
-    from graphrag_lite.tables import INDEX_TABLES, schema_problems
+    from graphrag_lite.tables import INDEX_TABLES
     from tests.conftest import DATA, make_project
 
     root = make_project(tmp_path / "p", [DATA / "operation-dulce" / "dulce.txt"])
@@ -186,3 +185,28 @@ def test_every_index_table_has_the_schemas_columns_and_kinds(tmp_path, cli, meth
     for name in INDEX_TABLES:
         table = pd.read_parquet(root / "output" / f"{name}.parquet")
         assert not schema_problems(name, table), (name, schema_problems(name, table))
+
+
+def schema_problems(name: str, frame: pd.DataFrame) -> list[str]:
+    """How an index table departs from INDEX_TABLES: missing columns, columns of another kind."""
+    from graphrag_lite.tables import INDEX_TABLES
+
+    problems = []
+    for column, kind in INDEX_TABLES[name].items():
+        if column not in frame.columns:
+            problems.append(f"{name}.{column} is missing")
+        elif not _is_kind(frame[column], kind):
+            problems.append(f"{name}.{column} is {frame[column].dtype}, not {kind}")
+    return problems
+
+
+def _is_kind(column: pd.Series, kind: str) -> bool:
+    if kind == "int":
+        return pd.api.types.is_integer_dtype(column)
+    if kind == "float":
+        return pd.api.types.is_float_dtype(column)
+    if kind == "str":  # a text column may hold None where a value is absent (a claim's dates)
+        return pd.api.types.is_string_dtype(column) or all(isinstance(v, str) for v in column.dropna())
+    if kind == "list":
+        return all(isinstance(v, list | tuple | np.ndarray) for v in column)
+    return True

@@ -13,7 +13,7 @@ import contextlib
 import math
 import statistics
 import time
-from collections.abc import Awaitable, Callable, Sequence
+from collections.abc import Callable, Sequence
 from dataclasses import asdict, dataclass, field
 from typing import Any
 
@@ -23,7 +23,7 @@ from graphrag_lite.evaluation.questions import Question
 from graphrag_lite.evaluation.scoring import UnitLookup, contains_answer, exact_match, score_retrieval, token_f1
 from graphrag_lite.llm.gateway import LLMCallError
 from graphrag_lite.llm.ledger import summarize
-from graphrag_lite.query.engine import GraphRAG, SearchResult
+from graphrag_lite.query.engine import GraphRAG
 
 METHODS = ("local", "global", "basic")
 PACKED = "basic_packed"
@@ -106,11 +106,8 @@ async def _evaluate_one(rag: GraphRAG, method: str, question: Question, units: U
 async def _search_and_score(rag: GraphRAG, method: str, question: Question, units: UnitLookup, answer: bool,
                             response_type: str, result: QuestionResult) -> None:
     rows: list[dict[str, Any]] | None
-    if answer and method != PACKED and _chat_model(rag, method) is not None:
-        searches: dict[str, Callable[..., Awaitable[SearchResult]]] = {
-            "local": rag.alocal_search, "global": rag.aglobal_search, "basic": rag.abasic_search}
-        search = searches[method]
-        found = await search(question.question, response_type=response_type)
+    if answer and method != PACKED and getattr(rag.config, f"{method}_search").chat_model_id is not None:
+        found = await rag.asearch(method, question.question, response_type=response_type)
         rows = found.context.get("Sources") if method != "global" else None
         result.answer, result.problems = found.answer, found.problems
         if question.answers:
@@ -133,12 +130,6 @@ async def _context_rows(rag: GraphRAG, method: str, question: str) -> list[dict[
     if method in ("basic", PACKED):
         return (await rag.abasic_context(question)).rows
     return None
-
-
-def _chat_model(rag: GraphRAG, method: str) -> str | None:
-    models = {"local": rag.config.local_search.chat_model_id, "global": rag.config.global_search.chat_model_id,
-              "basic": rag.config.basic_search.chat_model_id}
-    return models[method]
 
 
 def summary_table(results: list[QuestionResult], by: tuple[str, ...] = ("method",)) -> pd.DataFrame:

@@ -64,15 +64,7 @@ class UnitLookup:
 @dataclass(frozen=True)
 class Retrieval:
     gold: int  # gold items of the question
-    found: int  # of them, in the context
-
-    @property
-    def recall(self) -> float:
-        return self.found / self.gold if self.gold else float("nan")
-
-    @property
-    def all_gold(self) -> float:
-        return float(self.found == self.gold) if self.gold else float("nan")
+    found: int  # of them, in the context (evaluate.summary_table gives recall and all-gold)
 
 
 def score_retrieval(question: Question, rows: list[dict[str, Any]], units: UnitLookup) -> Retrieval:

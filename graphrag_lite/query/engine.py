@@ -14,7 +14,7 @@ from __future__ import annotations
 import asyncio
 import copy
 import re
-from collections.abc import Callable, Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import asdict, dataclass, field
 from functools import cached_property
 from pathlib import Path
@@ -130,6 +130,12 @@ class GraphRAG:
             self._gateway = Gateway(self.config, use_cache=self.use_cache)
         return self._gateway
 
+    async def asearch(self, method: str, question: str, **options: Any) -> SearchResult:
+        """Local, global or basic search, chosen by name (`method`), with that search's options."""
+        searches: dict[str, Callable[..., Awaitable[SearchResult]]] = {
+            "local": self.alocal_search, "global": self.aglobal_search, "basic": self.abasic_search}
+        return await searches[method](question, **options)
+
     # ------------------------------------------------------------ local
 
     def local_search(self, question: str, **options: Any) -> SearchResult:
@@ -159,8 +165,8 @@ class GraphRAG:
         text units found for it directly, each with its fused score, best first."""
         cfg = self.config.local_search
         pool = cfg.top_k_entities * 3
-        rankings = [name_matches(self.index, text), by_keywords(self._db(), "entity_description", text, pool)]
-        unit_rankings = [by_keywords(self._db(), "text_unit_text", text, cfg.retrieved_text_units)]
+        rankings = [name_matches(self.index, text), by_keywords(self._database, "entity_description", text, pool)]
+        unit_rankings = [by_keywords(self._database, "text_unit_text", text, cfg.retrieved_text_units)]
         if cfg.embedding_model_id and {"entity_description", "text_unit_text"} & self._vectors():
             vector = await self.embed_question(cfg.embedding_model_id, text)
             rankings.append(self._nearest("entity_description", vector, pool))
@@ -243,7 +249,7 @@ class GraphRAG:
         packed to `basic_search.max_context_tokens`."""
         self._count_tokens_as_indexed()
         cfg = self.config.basic_search
-        rankings = [by_keywords(self._db(), "text_unit_text", question, cfg.k)]
+        rankings = [by_keywords(self._database, "text_unit_text", question, cfg.k)]
         if cfg.embedding_model_id and "text_unit_text" in self._vectors():
             vector = await self.embed_question(cfg.embedding_model_id, question)
             rankings.insert(0, self._nearest("text_unit_text", vector, cfg.k))
@@ -347,7 +353,7 @@ class GraphRAG:
         """With no chat model: the reports of the level that match the question's words best."""
         cfg = self.config.global_search
         selection = select_reports(self.index, level, cfg.min_community_rank)
-        matched = by_keywords(self._db(), "community_full_content", question, 50)
+        matched = by_keywords(self._database, "community_full_content", question, 50)
         by_id = {r["id"]: r for r in typed_records(selection.reports, CommunityReportRow)}
         ranked = [r for r in matched if r in by_id] or list(by_id)[:5]
         rows = [{"id": int(by_id[r]["community"]), "title": by_id[r]["title"], "content": by_id[r]["summary"],
@@ -395,7 +401,7 @@ class GraphRAG:
         return set(self._manifest.get("vectors", TABLES)) if self._manifest.get("model") else set()
 
     def _nearest(self, table: str, vector: list[float], limit: int) -> list[str]:
-        return by_vector(self._db(), table, vector, limit) if table in self._vectors() else []
+        return by_vector(self._database, table, vector, limit) if table in self._vectors() else []
 
     async def embed_question(self, model_id: str, text: str) -> list[float]:
         """The question's vector, after checking the index was embedded with the same model and dimension."""
@@ -403,9 +409,6 @@ class GraphRAG:
                                             dimension=self._manifest.get("dimension"))
         check_embedding_model(self.config, model_id, dimension=len(vector))
         return vector
-
-    def _db(self) -> Any:
-        return self._database
 
     def _usage(self) -> dict[str, Any] | None:
         if self._gateway is None or not self._gateway.ledger.visible():

@@ -14,6 +14,7 @@ from graphrag_lite.tables import INDEX_TABLES, conform, written_by
 
 if TYPE_CHECKING:
     from graphrag_lite.query.graph_walk import EntityUnitGraph
+    from graphrag_lite.serve.browse import Lookups
 
 class IndexTables:
     def __init__(self, config: GraphRagConfig) -> None:
@@ -57,6 +58,13 @@ class IndexTables:
         from graphrag_lite.query.graph_walk import EntityUnitGraph
 
         return EntityUnitGraph(self.entities, self.relationships, self.text_units)
+
+    @cached_property
+    def browse(self) -> Lookups:
+        """The graph explorer's and the MCP server's look-ups (serve/browse.py), kept with the tables."""
+        from graphrag_lite.serve.browse import Lookups
+
+        return Lookups(self)
 
     @cached_property
     def title_of(self) -> dict[str, str]:

@@ -22,7 +22,7 @@ import socket
 import sys
 import time
 from collections import defaultdict, deque
-from collections.abc import AsyncIterator, Awaitable, Callable, Coroutine
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any, Literal
 
@@ -38,7 +38,7 @@ from graphrag_lite.context_tables import render
 from graphrag_lite.errors import ConfigError, GraphragLiteError
 from graphrag_lite.llm.gateway import LLMCallError
 from graphrag_lite.llm.ledger import request_scope
-from graphrag_lite.query.engine import SearchResult
+from graphrag_lite.query.engine import GraphRAG
 from graphrag_lite.serve import browse
 from graphrag_lite.serve.holder import TABLES, IndexHolder, LoadedIndex
 
@@ -234,7 +234,6 @@ def _problem(error: Any) -> str:
 
 
 Method = Literal["local", "global", "basic"]
-Search = Callable[..., Coroutine[Any, Any, SearchResult]]
 
 
 def _add_search_routes(app: FastAPI) -> None:
@@ -245,11 +244,9 @@ def _add_search_routes(app: FastAPI) -> None:
         options: dict[str, Any] = {"response_type": body.response_type}
         if body.community_level is not None and method != "basic":
             options["community_level"] = body.community_level
-        search: dict[str, Search] = {"local": engine.alocal_search, "global": engine.aglobal_search,
-                                     "basic": engine.abasic_search}
         if body.stream:
-            return StreamingResponse(_events(search[method], body.question, options), media_type="text/event-stream")
-        return _json(await search[method](body.question, **options))
+            return StreamingResponse(_events(engine, method, body.question, options), media_type="text/event-stream")
+        return JSONResponse((await engine.asearch(method, body.question, **options)).to_dict())
 
     @app.post("/context/{method}", summary="The ranked context a search would send, with no model call")
     async def context(method: Literal["local", "basic"], body: Annotated[ContextRequest, Body()],
@@ -266,16 +263,11 @@ def _add_search_routes(app: FastAPI) -> None:
                 "context": {t.name: t.column_rows() for t in tables}, "budgets": budgets}
 
 
-def _json(result: SearchResult) -> JSONResponse:
-    return JSONResponse(result.to_dict())
-
-
-async def _events(search: Search, question: str,
-                  options: dict[str, Any]) -> AsyncIterator[str]:
+async def _events(engine: GraphRAG, method: str, question: str, options: dict[str, Any]) -> AsyncIterator[str]:
     """Server-sent events: `piece` events as the answer is written, then one `result` (the whole result) or
     one `error` event."""
     pieces: asyncio.Queue[str | None] = asyncio.Queue()
-    task = asyncio.create_task(search(question, on_piece=pieces.put_nowait, **options))
+    task = asyncio.create_task(engine.asearch(method, question, on_piece=pieces.put_nowait, **options))
     task.add_done_callback(lambda _: pieces.put_nowait(None))
     try:
         while (piece := await pieces.get()) is not None:

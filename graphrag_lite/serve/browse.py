@@ -3,16 +3,14 @@ name, an entity's detail, a community's detail and an entity's neighbourhood, as
 str, int, float, bool, None, list and dict: no numpy values, no NaN).
 
 What a repeated look-up needs (positions by id and title, the relationships of each entity, each entity's
-communities) is computed once per `IndexTables` and kept while that object lives, so a look-up on an index
-of 10,000 entities takes milliseconds.
+communities) is computed once per `IndexTables` and kept with it (`IndexTables.browse`), so a look-up on an
+index of 10,000 entities takes milliseconds.
 """
 
 from __future__ import annotations
 
 import heapq
-import threading
 import unicodedata
-import weakref
 from collections import defaultdict
 from collections.abc import Sequence
 from functools import cached_property
@@ -58,7 +56,7 @@ def find_entities(index: IndexTables, q: str, limit: int = 20) -> list[dict[str,
     start with it, then titles that contain it, then titles holding every word of it, then titles sharing
     a whole word with it; ties go to the higher degree. An empty `q` gives the highest-degree entities."""
     _check_positive("limit", limit)
-    lookups = _lookups(index)
+    lookups = index.browse
     query = _fold(q)
     if not query:
         return [lookups.summary(p) for p in lookups.by_degree[:limit]]
@@ -81,7 +79,7 @@ def find_entities(index: IndexTables, q: str, limit: int = 20) -> list[dict[str,
 def entity_detail(index: IndexTables, key: str) -> dict[str, Any]:
     """The entity's fields, its deepest community, and its relationships (strongest first), the claims
     about it, the communities it is in (one per level) and the text units it was extracted from."""
-    lookups = _lookups(index)
+    lookups = index.browse
     position = _position(lookups, key)
     entity = {str(k): plain_json(v) for k, v in index.entities.iloc[position].items()}
     entity_id = lookups.ids[position]
@@ -95,7 +93,7 @@ def entity_detail(index: IndexTables, key: str) -> dict[str, Any]:
 def community_detail(index: IndexTables, community: int) -> dict[str, Any]:
     """A community: its place in the hierarchy, its report (None when it has none) and its members,
     highest degree first."""
-    lookups = _lookups(index)
+    lookups = index.browse
     position = lookups.community_position.get(int(community))
     if position is None:
         numbers = sorted(lookups.community_position)
@@ -119,7 +117,7 @@ def neighbourhood(index: IndexTables, key: str, hops: int = 1, limit: int = 150)
     if not 1 <= hops <= MAX_HOPS:
         raise ValueError(f"hops must be between 1 and {MAX_HOPS}, got {hops}")
     _check_positive("limit", limit)
-    lookups = _lookups(index)
+    lookups = index.browse
     center = lookups.ids[_position(lookups, key)]
     kept: list[tuple[str, int]] = []  # (entity id, hop), nearest first
     for hop, layer in enumerate(_layers(lookups, center, hops, limit)):
@@ -141,30 +139,23 @@ def neighbourhood(index: IndexTables, key: str, hops: int = 1, limit: int = 150)
 def warm(index: IndexTables) -> None:
     """Load the tables and build every look-up now, so a server's first request is as quick as the rest
     (MissingIndex, with the command that builds it, when a table is missing)."""
-    lookups = _lookups(index)
-    for part in _Lookups.PARTS:
+    lookups = index.browse
+    for part in Lookups.PARTS:
         getattr(lookups, part)
+    index.units_by_id  # noqa: B018 - an entity's text units
 
 
 # ------------------------------------------------------------------ precomputed look-ups
 
 
-class _Lookups:
+class Lookups:
     """Indexes over one `IndexTables`, each built on first use (so a look-up needs only its own tables)."""
 
     PARTS = ("title_words", "title_position", "short_id_position", "degree_rank", "relationship_rows",
-             "neighbours", "community_position", "memberships", "_reports", "claims_by_subject", "text_units")
+             "neighbours", "community_position", "memberships", "_reports", "claims_by_subject", "unit_documents")
 
     def __init__(self, index: IndexTables) -> None:
-        # a weak reference: the cache maps the index to this object, which must not keep the index alive
-        self._index = weakref.ref(index)
-
-    @property
-    def index(self) -> IndexTables:
-        index = self._index()
-        if index is None:
-            raise RuntimeError("the index these look-ups were built for is gone")
-        return index
+        self.index = index
 
     # entities ------------------------------------------------------
     @cached_property
@@ -316,33 +307,17 @@ class _Lookups:
         return found
 
     @cached_property
-    def text_units(self) -> dict[str, dict[str, Any]]:
-        documents = dict(zip(_column(self.index.documents, "id"), _column(self.index.documents, "title"),
-                             strict=True))
-        frame = self.index.text_units
-        return {str(unit_id): {"id": unit_id, "human_readable_id": short_id, "document_title": documents.get(doc),
-                               "text": text}
-                for unit_id, short_id, doc, text in zip(_column(frame, "id"), _column(frame, "human_readable_id"),
-                                                        _column(frame, "document_id"), _column(frame, "text"),
-                                                        strict=True)}
-
-
-_CACHE: weakref.WeakKeyDictionary[IndexTables, _Lookups] = weakref.WeakKeyDictionary()
-_CACHE_LOCK = threading.Lock()  # the HTTP app looks up from worker threads
-
-
-def _lookups(index: IndexTables) -> _Lookups:
-    with _CACHE_LOCK:
-        found = _CACHE.get(index)
-        if found is None:
-            found = _CACHE[index] = _Lookups(index)
-        return found
+    def unit_documents(self) -> dict[str, str | None]:
+        """Text unit id -> the title of its document (the units' ids and texts: IndexTables.units_by_id)."""
+        titles = dict(zip(_column(self.index.documents, "id"), _column(self.index.documents, "title"), strict=True))
+        units = self.index.text_units
+        return {unit: titles.get(doc) for unit, doc in zip(units["id"], _column(units, "document_id"), strict=True)}
 
 
 # ------------------------------------------------------------------ helpers
 
 
-def _position(lookups: _Lookups, key: str) -> int:
+def _position(lookups: Lookups, key: str) -> int:
     text = str(key).strip()
     for table in (lookups.entity_position, lookups.short_id_position):
         if text in table:
@@ -355,7 +330,7 @@ def _position(lookups: _Lookups, key: str) -> int:
                    close, f"GET /entities?q={quote(text)}")
 
 
-def _relationships_of(lookups: _Lookups, entity_id: str) -> list[dict[str, Any]]:
+def _relationships_of(lookups: Lookups, entity_id: str) -> list[dict[str, Any]]:
     rows, weights, rank = lookups.relationship_rows, lookups.relationship_columns["weight"], lookups.degree_rank
     found = [(-(weights[r] or 0.0), rank[other], r, other)
              for other, positions in lookups.neighbours.get(entity_id, {}).items() for r in positions]
@@ -363,11 +338,11 @@ def _relationships_of(lookups: _Lookups, entity_id: str) -> list[dict[str, Any]]
     return [{**rows[r], "other_id": other} for *_, r, other in found]
 
 
-def _claims_of(lookups: _Lookups, title: str) -> list[dict[str, Any]]:
+def _claims_of(lookups: Lookups, title: str) -> list[dict[str, Any]]:
     return sorted(lookups.claims_by_subject.get(title, []), key=lambda c: c.get("human_readable_id") or 0)
 
 
-def _communities_of(lookups: _Lookups, entity_id: str) -> list[dict[str, Any]]:
+def _communities_of(lookups: Lookups, entity_id: str) -> list[dict[str, Any]]:
     found = []
     for level, community in lookups.memberships.get(entity_id, []):
         report = lookups.report(community)
@@ -378,11 +353,15 @@ def _communities_of(lookups: _Lookups, entity_id: str) -> list[dict[str, Any]]:
     return found
 
 
-def _text_units_of(lookups: _Lookups, unit_ids: Sequence[str]) -> list[dict[str, Any]]:
-    return [lookups.text_units[u] for u in unit_ids if u in lookups.text_units]
+def _text_units_of(lookups: Lookups, unit_ids: Sequence[str]) -> list[dict[str, Any]]:
+    if not unit_ids:  # no table read: an index may have entities and no text units yet
+        return []
+    units, titles = lookups.index.units_by_id, lookups.unit_documents
+    return [{"id": u, "human_readable_id": units[u][0], "document_title": titles[u],
+             "text": units[u][1]} for u in unit_ids if u in units]
 
 
-def _layers(lookups: _Lookups, center: str, hops: int, limit: int) -> list[list[str]]:
+def _layers(lookups: Lookups, center: str, hops: int, limit: int) -> list[list[str]]:
     """The entities at each distance from `center` (itself first), up to `hops`; stops early once `limit`
     entities are found, since farther ones would not be kept."""
     seen = {center}
@@ -400,7 +379,7 @@ def _layers(lookups: _Lookups, center: str, hops: int, limit: int) -> list[list[
     return layers
 
 
-def _edges_between(lookups: _Lookups, entity_ids: list[str]) -> list[int]:
+def _edges_between(lookups: Lookups, entity_ids: list[str]) -> list[int]:
     """Positions of the relationships with both ends among `entity_ids`, in table order. Each entity's
     neighbours or the kept entities are scanned, whichever is fewer, so a hub costs no more than a leaf."""
     kept = set(entity_ids)

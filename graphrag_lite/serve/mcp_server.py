@@ -86,12 +86,9 @@ class ServedIndex:
         return self.holder.current.engine
 
 
-def build_server(source: GraphRAG | ServedIndex) -> MCPServer:
-    """An MCP server whose tools answer from `source`: one engine, or the served index's current one."""
-
-    async def engine() -> GraphRAG:
-        return source if isinstance(source, GraphRAG) else await source.engine()
-
+def build_server(served: ServedIndex) -> MCPServer:
+    """An MCP server whose tools answer from the served index's current engine."""
+    engine = served.engine
     server: MCPServer = MCPServer("graphrag-lite", instructions=INSTRUCTIONS, version=__version__,
                                   log_level="WARNING")
 

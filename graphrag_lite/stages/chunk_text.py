@@ -17,6 +17,7 @@ from graphrag_lite.config import ChunkingConfig
 from graphrag_lite.errors import ConfigError
 from graphrag_lite.ids import kept_numbers
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
+from graphrag_lite.tables import INDEX_TABLES
 from graphrag_lite.tokens import get_encoding, token_byte_lengths
 
 TEXT_UNIT_COLUMNS = ["id", "human_readable_id", "text", "n_tokens", "document_id"]
@@ -35,8 +36,7 @@ def run(ctx: StageContext) -> StageResult:
     unit_ids = text_units.groupby("document_id", sort=False)["id"].agg(list)
     final_documents = documents.assign(text_unit_ids=pd.Series(
         [unit_ids.get(doc_id, []) for doc_id in documents["id"]], index=documents.index, dtype=object))
-    final_documents = final_documents[["id", "human_readable_id", "title", "text", "text_unit_ids", "creation_date",
-                                       "raw_data", "metadata"]]  # GraphRAG's column order
+    final_documents = final_documents[list(INDEX_TABLES["documents"])]  # GraphRAG's column order
     tokens = int(text_units["n_tokens"].sum())
     return StageResult(
         tables={"base_text_units": text_units, "documents": final_documents},

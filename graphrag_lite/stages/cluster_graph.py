@@ -14,9 +14,9 @@ import pandas as pd
 from graphrag_lite.graph.cluster import Community, Memo, Previous, build_graph, hierarchical_leiden
 from graphrag_lite.ids import kept_numbers, stable_id
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
+from graphrag_lite.tables import INDEX_TABLES
 
-COMMUNITY_COLUMNS = ["id", "human_readable_id", "community", "level", "parent", "children", "title", "entity_ids",
-                     "relationship_ids", "text_unit_ids", "period", "size"]
+COMMUNITY_COLUMNS = list(INDEX_TABLES["communities"])
 
 
 def run(ctx: StageContext) -> StageResult:
@@ -115,8 +115,7 @@ def finalize_graph(entities: pd.DataFrame, relationships: pd.DataFrame, max_clus
     entity_ids = [stable_id("entity", t) for t in entities["title"]]
     entities = entities.assign(id=entity_ids, human_readable_id=kept_numbers(entity_ids, previous.entity_numbers),
                                degree=degree)
-    entities = entities[["id", "human_readable_id", "title", "type", "description", "text_unit_ids", "frequency",
-                         "degree", "other_types"]]
+    entities = entities[list(INDEX_TABLES["entities"])]
 
     relationships = relationships.reset_index(drop=True)
     relationship_ids = [stable_id("relationship", s, t) for s, t in zip(relationships["source"],
@@ -125,7 +124,7 @@ def finalize_graph(entities: pd.DataFrame, relationships: pd.DataFrame, max_clus
         id=relationship_ids,
         human_readable_id=kept_numbers(relationship_ids, previous.relationship_numbers),
         combined_degree=[degree[a] + degree[b] for a, b in edges],
-    )[["id", "human_readable_id", "source", "target", "description", "weight", "combined_degree", "text_unit_ids"]]
+    )[list(INDEX_TABLES["relationships"])]
 
     communities_before = previous.communities and replace(
         previous.communities, settled=settled_entities(graph, entity_ids, relationship_ids, previous.edges))

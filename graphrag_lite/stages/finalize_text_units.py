@@ -10,9 +10,9 @@ import pandas as pd
 from graphrag_lite.graph.resolution import normalize_name
 from graphrag_lite.ids import kept_numbers, stable_id
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
+from graphrag_lite.tables import INDEX_TABLES
 
-COVARIATE_COLUMNS = ["id", "human_readable_id", "covariate_type", "type", "description", "subject_id", "object_id",
-                     "status", "start_date", "end_date", "source_text", "text_unit_id"]
+COVARIATE_COLUMNS = list(INDEX_TABLES["covariates"])
 
 
 def run(ctx: StageContext) -> StageResult:
