@@ -9,7 +9,7 @@ The documents are, with `--corpus hotpotqa` (default), the first Wikipedia parag
 of an episode per file (150: about 130k words in 274 text units of up to 1,200 tokens, the shape of issue
 16's corpus). `--server` runs the fake provider in its own process behind an OpenAI-compatible HTTP server
 (bench/fake_server.py, the same answers), as issue 16 measured, so the fake's own work is not charged to the
-indexing process. `--set` changes a setting (e.g. `--set extract_graph.gleaning=compact`); `--compare` indexes once per
+indexing process. `--set` changes a setting (e.g. `--set extract_graph.gleaning=history`); `--compare` indexes once per
 variant (the settings before issue 16, the defaults, each option) and prints a line each.
 The standard pipeline indexes them from scratch (no answer cache) through the fake provider answering every
 call after a fixed `--latency`, with `--concurrency` calls in flight per model, one gleaning, claims off (the
@@ -128,9 +128,10 @@ def rounds(name: str, stage: dict, sent: int, concurrency: int) -> int:
 VARIANTS = {  # --compare: the settings before issue 16, the defaults, and each option of issue 16
     "before (issue 16)": (["summarize_descriptions.join_max_tokens=0", "embed_text.batch_size=16",
                            "embed_text.batch_max_tokens=8191",
-                           "embed_text.names=[entity_description,text_unit_text,community_full_content]"], []),
+                           "embed_text.names=[entity_description,text_unit_text,community_full_content]",
+                           "extract_graph.gleaning=history"], []),
     "defaults": ([], []),
-    "gleaning compact": (["extract_graph.gleaning=compact"], []),
+    "gleaning history": (["extract_graph.gleaning=history"], []),
     "batch (index --batch)": ([], ["--batch"]),
 }
 

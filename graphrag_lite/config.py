@@ -182,10 +182,12 @@ class ExtractGraphConfig(Section):
     entity_types: list[str] = Field(["organization", "person", "geo", "event"],
                                     description="entity types the model is asked to find")
     max_gleanings: int = Field(1, ge=0, description="follow-up calls asking for missed entities")
+    # compact by default: it found every entity history's gleaning added, and more, on a real small model with
+    # the same first answers (bench/gleaning_modes.py), for 15-30% fewer extraction prompt tokens (issue 16)
     gleaning: Literal["history", "compact"] = Field(
-        "history", description="what a follow-up sends: history, the whole conversation so far (GraphRAG); "
-        "compact, the first prompt again and the names already found instead of the first answer (fewer prompt "
-        "tokens, and the first prompt is a prefix a provider's prompt cache serves)")
+        "compact", description="what a follow-up sends: compact, the first prompt again and the names already "
+        "found instead of the first answer (fewer prompt tokens, and the first prompt is a prefix a provider's "
+        "prompt cache serves); history, the whole conversation so far (Microsoft GraphRAG)")
     format: Literal["auto", "tuples", "json"] = Field(
         "auto", description="answer format: GraphRAG's tuples (prompt), or JSON (json_prompt); auto: JSON with "
         "structured output when LiteLLM says the model supports it, else tuples (a `prompt` set without a "
