@@ -18,7 +18,16 @@ from typer.testing import CliRunner
 from graphrag_lite.cli import app
 from graphrag_lite.config import CacheConfig, ExtractGraphConfig, GraphRagConfig, ModelConfig
 from graphrag_lite.estimate import gleaning_estimate
-from graphrag_lite.extraction.gleaning import FOUND_NAMES, ExtractionRequest, UnitOutcome, checked, extract_units
+from graphrag_lite.extraction.gleaning import (
+    COMPACT_GRAPH,
+    FOUND_NAMES,
+    ExtractionRequest,
+    UnitOutcome,
+    checked,
+    extract_units,
+    follow_up,
+)
+from graphrag_lite.extraction.tuples import parse_graph_reply
 from graphrag_lite.graph.merge import merge_graph
 from graphrag_lite.llm.fake import scripted
 from graphrag_lite.llm.gateway import Gateway
@@ -167,16 +176,20 @@ def test_a_compact_follow_up_resends_the_first_prompt_and_lists_the_names_found(
     assert [step for step, _, _ in compact] == [step for step, _, _ in history] == ["extract", "glean", "check"]
     (_, first, answer), (_, glean, _), (_, check, _) = compact
     assert history[0][1] == first and len(first) == 1  # the first call is the same in both modes
-    for follow_up in (glean, check):
-        assert [m["role"] for m in follow_up] == ["user", "user"]  # no answer is sent back
-        assert follow_up[0]["content"] == first[0]["content"]  # byte for byte: a provider's cached prefix
+    asked = {}
+    for sent_after in (glean, check):
+        # one user message (templates that want turns to alternate take it), no answer sent back
+        assert [m["role"] for m in sent_after] == ["user"]
+        prefix = first[0]["content"] + "\n\n"
+        assert sent_after[0]["content"].startswith(prefix)  # byte for byte: a provider's cached prefix
+        asked[id(sent_after)] = sent_after[0]["content"][len(prefix):]
     names = list(dict.fromkeys(e.name for e in answer.entities))
     assert len(names) >= 5
-    assert glean[1]["content"].startswith(FOUND_NAMES.format(names="\n".join(names)))
-    assert glean[1]["content"].rstrip().endswith("<|COMPLETE|>" if answer_format == "tuples" else "missed.")
+    assert asked[id(glean)].startswith(FOUND_NAMES.format(names="\n".join(names)))
+    assert asked[id(glean)].rstrip().endswith("<|COMPLETE|>" if answer_format == "tuples" else "missed.")
     found_after = set(names) | {e.name for e in compact[1][2].entities}
-    assert set(check[1]["content"].split("\n\n")[0].splitlines()[1:]) == found_after  # names so far, for the check
-    assert "Answer Y if there are still" in check[1]["content"]
+    assert set(asked[id(check)].split("\n\n")[0].splitlines()[1:]) == found_after  # names so far, for the check
+    assert "Answer Y if there are still" in asked[id(check)]
 
     def tokens(messages: list[dict[str, str]]) -> int:
         return sum(count_tokens(m["content"], "o200k_base") for m in messages)
@@ -184,6 +197,19 @@ def test_a_compact_follow_up_resends_the_first_prompt_and_lists_the_names_found(
     answered = tokens([history[1][1][1]])  # the first answer, which history sends back
     assert tokens(history[1][1]) - tokens(glean) > answered / 2
     assert tokens(check) < tokens(history[2][1])
+
+
+def test_a_compact_follow_up_for_claude_keeps_the_first_prompt_a_message_of_its_own(tmp_path):
+    """LiteLLM joins the two user messages into one Anthropic message whose first part carries the cache
+    marker, so the follow-up reads the first prompt from Anthropic's cache."""
+    cfg = config(tmp_path, "tuples", "compact")
+    cfg.extract_graph.model_id = "claude"
+    cfg.models["claude"] = cfg.models["default_chat_model"].model_copy(update={"model": "anthropic/claude-sonnet-4-5"})
+    request = extraction_request(cfg.extract_graph, Gateway(cfg))
+    assert request.separate_turns
+    history = [{"role": "user", "content": "PROMPT"}, {"role": "assistant", "content": "ANSWER"}]
+    asked = follow_up(request, history, parse_graph_reply('("entity"<|>ALEX<|>PERSON<|>a)'), "more?")
+    assert asked == [history[0], {"role": "user", "content": FOUND_NAMES.format(names="ALEX") + "more?"}]
 
 
 def test_the_dry_run_estimate_counts_compact_follow_ups_as_smaller():
@@ -232,7 +258,7 @@ def test_replies_to_a_compact_follow_up(tmp_path, monkeypatch, answer_format, ca
     outcome = extract(gateway, request, TEXT, {"extract_graph.extract": FIRST[answer_format],
                                                "extract_graph.glean": reply})
     assert [step for step, _, _ in calls] == ["extract", "glean"]
-    assert [m["role"] for m in calls[1][1]] == ["user", "user"]
+    assert [m["role"] for m in calls[1][1]] == ["user"]
     assert outcome.parsed is not None and outcome.error is None
     names = [e.name for e in outcome.parsed.entities]
     assert set(names) == {"ALEX MERCER", "TAYLOR CRUZ"} | added, case
@@ -255,7 +281,7 @@ def test_a_compact_follow_up_after_a_first_pass_without_entities_says_so(tmp_pat
     calls = recorded(gateway, monkeypatch)
     outcome = extract(gateway, request, TEXT, {"extract_graph.extract": "<|COMPLETE|>",
                                                "extract_graph.glean": f"{SAM_TUPLES}<|COMPLETE|>"})
-    assert calls[1][1][1]["content"].startswith(FOUND_NAMES.format(names="(none)"))
+    assert calls[1][1][0]["content"].endswith("\n\n" + FOUND_NAMES.format(names="(none)") + COMPACT_GRAPH)
     assert outcome.parsed is not None and outcome.parsed.entities[0].name == "SAM RIVERA"
 
 

@@ -82,6 +82,9 @@ class ExtractionRequest:
     max_gleanings: int
     json_mode: bool = False
     compact: bool = False  # compact follow-ups (graph extraction only: they list entity names)
+    # a compact follow-up as two user messages (LiteLLM joins them for Claude, its cache marker on the first);
+    # else one, since some chat templates (Gemma's, older Mistral and Llama ones) refuse two user turns in a row
+    separate_turns: bool = False
     max_tokens: int | None = None
     grounded: bool = True
     habit: MarkerHabit = field(default_factory=MarkerHabit, compare=False)
@@ -185,11 +188,14 @@ async def extract_with_gleaning(gateway: Gateway, request: ExtractionRequest, te
 def follow_up(request: ExtractionRequest, history: list[dict[str, str]], parsed: ParsedReply, prompt: str
               ) -> list[dict[str, str]]:
     """The messages of a follow-up: the conversation so far and `prompt`; compact, the first prompt
-    byte for byte (a cached prefix), then one message with the entity names found so far and `prompt`."""
+    byte for byte (a cached prefix), then the entity names found so far and `prompt`."""
     if not request.compact:
         return [*history, {"role": "user", "content": prompt}]
     names = "\n".join(dict.fromkeys(e.name for e in parsed.entities)) or "(none)"
-    return [history[0], {"role": "user", "content": FOUND_NAMES.format(names=names) + prompt}]
+    asked = FOUND_NAMES.format(names=names) + prompt
+    if request.separate_turns:
+        return [history[0], {"role": "user", "content": asked}]
+    return [{"role": "user", "content": f"{history[0]['content']}\n\n{asked}"}]
 
 
 def gleaning_prompt(request: ExtractionRequest) -> str:
@@ -214,7 +220,8 @@ async def _glean(gateway: Gateway, request: ExtractionRequest, text: str, histor
             outcome.partial.append(f"gleaning {gleaning + 1} failed, the records found before it are kept: {err}")
             return
         outcome.parsed.extend(more.value)
-        history = [*asked, {"role": "assistant", "content": more.text}]
+        if not request.compact:  # a compact follow-up starts from the first prompt again, with the names so far
+            history = [*asked, {"role": "assistant", "content": more.text}]
         if gleaning == request.max_gleanings - 1:
             return
         outcome.calls += 1

@@ -586,6 +586,9 @@ class Gateway:
             args["max_tokens"] = max_tokens
         return args
 
+    def marks_prompt_cache(self, model_id: str) -> bool:
+        return marks_prompt_cache(self._model(model_id).model)
+
     def supports_json(self, model_id: str) -> bool:
         """Whether LiteLLM says the model takes `response_format` (structured JSON output)."""
         return self._supports(self._model(model_id), "response_format")

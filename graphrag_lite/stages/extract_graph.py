@@ -62,6 +62,7 @@ def extraction_request(cfg: ExtractGraphConfig, gateway: Gateway) -> ExtractionR
                              parse=parse_graph_json if chosen == "json" else parse_graph_reply,
                              continue_prompt=CONTINUE_GRAPH, max_gleanings=cfg.max_gleanings,
                              json_mode=chosen == "json", compact=cfg.gleaning == "compact",
+                             separate_turns=gateway.marks_prompt_cache(cfg.model_id),
                              max_tokens=cfg.max_completion_tokens, grounded=cfg.require_grounding)
 
 
