@@ -563,17 +563,19 @@ def print_estimates(estimates: dict[str, Any], batch: bool = False) -> None:
                       f"{found['prompt_tokens']:,} + ~{found['estimated_extra_prompt_tokens']:,}",
                       f"{found['estimated_completion_tokens']:,}", "?" if cost is None else f"${cost:.4f}")
     console.print(table)
-    console.print("'+ ≤N' calls: gleaning calls, made only while the model keeps finding more; '+ ~N' prompt "
-                  "tokens: theirs, estimated (they resend the model's answers, assumed half as long as the text). "
-                  "First calls and their prompt tokens are counted; completion tokens are estimated.",
-                  highlight=False)
+    gleaning = any(found.get("up_to_extra_calls") for found in estimates.values())
+    if gleaning:
+        console.print("'+ ≤N' calls: gleanings and their yes/no checks, made only while the model keeps finding "
+                      "more; '+ ~N' prompt tokens: theirs, estimated (a gleaning resends the names found, or with "
+                      "gleaning: history the model's answers). First calls and their prompt tokens are counted; "
+                      "completion tokens are estimated.", highlight=False)
     if unchanged:
         console.print(f"Unchanged since the last run, so skipped with no call: {', '.join(unchanged)}")
     if unknown:
         console.print(f"Not estimable before they run (their calls depend on earlier answers): {', '.join(unknown)}")
-    console.print(f"Estimated cost{' at the batch price' if batch else ''} of the estimable stages: ${total:.4f}, "
-                  "with every possible gleaning call. "
-                  "Details: dry_run.json in the output folder.", highlight=False)
+    console.print(f"Estimated cost{' at the batch price' if batch else ''} of the estimable stages: ${total:.4f}"
+                  + (", with every possible gleaning call" if gleaning else "")
+                  + ". Details: dry_run.json in the output folder.", highlight=False)
 
 
 ResponseTypeOption = Annotated[str, typer.Option("--response-type", help="length and format of the answer, e.g. "

@@ -48,26 +48,42 @@ class CallEstimate:
 
 
 def gleaning_estimate(stage: str, model_id: str, prompts_tokens: list[int], text_tokens: list[int],
-                      max_gleanings: int, continue_tokens: int, cached: int = 0, compact: bool = False
-                      ) -> CallEstimate:
-    """First calls are certain; each gleaning resends the conversation so far (prompt, replies, follow-ups),
-    or, `compact`, the prompt and the names found so far. `cached`: further text units whose answers the
-    cache holds (not counted: they cost nothing)."""
-    replies = [int(t * REPLY_TO_INPUT_RATIO) for t in text_tokens]
-    extra_calls = len(prompts_tokens) * (max_gleanings + max(0, max_gleanings - 1))
-    extra_prompt = 0
-    for prompt, reply in zip(prompts_tokens, replies, strict=True):
-        history = prompt + reply
-        names = int(reply * NAMES_TO_REPLY_RATIO)
-        for gleaning in range(max_gleanings):
-            sent = (prompt + names if compact else history) + continue_tokens
-            extra_prompt += sent
-            history = sent + reply // 2
-            names += int(reply // 2 * NAMES_TO_REPLY_RATIO)
-            if gleaning < max_gleanings - 1:
-                extra_prompt += (prompt + names if compact else history) + continue_tokens  # the yes/no check
-    return CallEstimate(stage=stage, model_id=model_id, calls=len(prompts_tokens), extra_calls=extra_calls,
-                        prompt_tokens=sum(prompts_tokens), completion_tokens=sum(replies),
-                        extra_prompt_tokens=extra_prompt,
+                      answered: list[tuple[bool, int | None]], max_gleanings: int, continue_tokens: int,
+                      compact: bool = False) -> CallEstimate:
+    """Per text unit: its first call (certain), then up to `max_gleanings` follow-ups, each resending the
+    conversation so far (prompt, answers, follow-ups) or, `compact`, the prompt and the names found so far.
+    `answered`: per unit, whether the cache holds all of its calls (they cost nothing), and the tokens of its
+    first answer when the cache holds that one (the follow-ups are still to make). Answers not in the cache
+    are estimated, and so is every follow-up's prompt, which carries them."""
+    calls = prompt_tokens = completion = extra_prompt = pending = 0
+    for prompt, text, (done, first_answer) in zip(prompts_tokens, text_tokens, answered, strict=True):
+        if done:
+            continue
+        pending += 1
+        reply = int(text * REPLY_TO_INPUT_RATIO) if first_answer is None else first_answer
+        if first_answer is None:
+            calls, prompt_tokens, completion = calls + 1, prompt_tokens + prompt, completion + reply
+        extra_prompt += _follow_ups(prompt, reply, max_gleanings, continue_tokens, compact)
+        completion += max_gleanings * (reply // 2)  # a gleaning finds about half as much again, at most
+    cached = len(answered) - pending
+    return CallEstimate(stage=stage, model_id=model_id, calls=calls,
+                        extra_calls=pending * (max_gleanings + max(0, max_gleanings - 1)),
+                        prompt_tokens=prompt_tokens, completion_tokens=completion, extra_prompt_tokens=extra_prompt,
                         note=f"one call per text unit, then up to {max_gleanings} gleaning(s) each"
-                             + (f"; {cached} more text units answered from the cache" if cached else ""))
+                             + (f"; {cached} text units answered from the cache" if cached else "")
+                             + (f"; {pending - calls} of them need only their gleanings" if pending > calls else ""))
+
+
+def _follow_ups(prompt: int, reply: int, max_gleanings: int, continue_tokens: int, compact: bool) -> int:
+    """The prompt tokens of one unit's gleanings and yes/no checks, all made."""
+    sent_in_all = 0
+    history = prompt + reply
+    names = int(reply * NAMES_TO_REPLY_RATIO)
+    for gleaning in range(max_gleanings):
+        sent = (prompt + names if compact else history) + continue_tokens
+        sent_in_all += sent
+        history = sent + reply // 2
+        names += int(reply // 2 * NAMES_TO_REPLY_RATIO)
+        if gleaning < max_gleanings - 1:
+            sent_in_all += (prompt + names if compact else history) + continue_tokens  # the yes/no check
+    return sent_in_all

@@ -214,12 +214,13 @@ def test_a_compact_follow_up_for_claude_keeps_the_first_prompt_a_message_of_its_
 
 def test_the_dry_run_estimate_counts_compact_follow_ups_as_smaller():
     prompts, texts = [2000, 2300], [1200, 1500]
-    history = gleaning_estimate("extract_graph", "m", prompts, texts, 2, 40)
-    compact = gleaning_estimate("extract_graph", "m", prompts, texts, 2, 80, compact=True)
+    none_cached = [(False, None)] * 2
+    history = gleaning_estimate("extract_graph", "m", prompts, texts, none_cached, 2, 40)
+    compact = gleaning_estimate("extract_graph", "m", prompts, texts, none_cached, 2, 80, compact=True)
     assert compact.calls == history.calls and compact.extra_calls == history.extra_calls
     assert compact.prompt_tokens == history.prompt_tokens
     assert sum(prompts) * 3 < compact.extra_prompt_tokens < history.extra_prompt_tokens
-    none = gleaning_estimate("extract_graph", "m", prompts, texts, 0, 80, compact=True)
+    none = gleaning_estimate("extract_graph", "m", prompts, texts, none_cached, 0, 80, compact=True)
     assert none.extra_prompt_tokens == 0
 
 

@@ -89,3 +89,28 @@ def test_budget_stops_the_run_and_a_rerun_continues(tmp_path):
     assert run["status"] == "completed"
     assert run["stages"]["chunk_text"]["status"] == "unchanged, reused"
     assert run["stages"]["extract_graph"]["llm"]["cache_hits"] == sent_before  # every finished call was kept
+
+
+def test_a_dry_run_counts_the_calls_other_settings_add_to_a_cached_index(tmp_path):
+    """First answers in the cache are free, but the gleanings another gleaning setting asks for are not; and
+    when only embed_text would run, its texts are estimated (report texts, once added to embed_text.names)."""
+    root = make_project(tmp_path, [DULCE])
+    assert index(root).exit_code == 0
+    history = ["--set", "extract_graph.gleaning=history"]
+    assert index(root, "--dry-run", *history).exit_code == 0
+    estimate = json.loads((root / "output" / "dry_run.json").read_text())["extract_graph"]
+    assert estimate["calls"] == 0 and estimate["up_to_extra_calls"] == 5  # five units, one new gleaning each
+    assert estimate["estimated_extra_prompt_tokens"] > 0 and estimate["estimated_cost_usd"] > 0
+    assert "5 of them need only their gleanings" in estimate["note"]
+    assert index(root, *history).exit_code == 0
+    made = stats(root)["stages"]["extract_graph"]["llm"]
+    assert made["calls"] - made["cache_hits"] == 5
+
+    reports = ["--set", "embed_text.names=[entity_description, text_unit_text, community_full_content]", *history]
+    dry = index(root, "--dry-run", *reports)
+    assert dry.exit_code == 0 and "Not estimable" not in dry.output, dry.output
+    embed = json.loads((root / "output" / "dry_run.json").read_text())["embed_text"]
+    assert embed["calls"] == 1 and embed["prompt_tokens"] > 0
+    assert index(root, *reports).exit_code == 0
+    made = stats(root)["stages"]["embed_text"]["llm"]
+    assert (made["calls"] - made["cache_hits"], made["prompt_tokens"]) == (embed["calls"], embed["prompt_tokens"])

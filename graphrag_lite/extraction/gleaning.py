@@ -29,6 +29,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
+from graphrag_lite.estimate import CallEstimate, gleaning_estimate
 from graphrag_lite.extraction.grounding import Grounding, ground, normalize
 from graphrag_lite.extraction.tuples import COMPLETION_DELIMITER, ParsedReply
 from graphrag_lite.llm.gateway import Gateway, LLMCallError
@@ -36,6 +37,7 @@ from graphrag_lite.llm.per_item import for_each
 from graphrag_lite.llm.structured import ParseError, strip_reasoning
 from graphrag_lite.pipeline import StageResult
 from graphrag_lite.prompts import fill
+from graphrag_lite.tokens import count_tokens
 
 CONTINUE_GRAPH = ("MANY entities and relationships were missed in the last extraction. Remember to ONLY emit "
                   "entities that match any of the previously extracted types. Add them below using the same format:\n")
@@ -157,10 +159,32 @@ def first_messages(request: ExtractionRequest, text: str) -> list[dict[str, str]
     return [{"role": "user", "content": fill(request.template, input_text=text)}]
 
 
-def answered_units(gateway: Gateway, request: ExtractionRequest, texts: list[str]) -> list[bool]:
-    """Per text: whether the cache already holds its first answer (an update re-sends only the others)."""
-    return [gateway.has_answer(request.model_id, first_messages(request, text), request.json_mode,
-                               request.max_tokens) for text in texts]
+def answered_units(gateway: Gateway, request: ExtractionRequest, texts: list[str]) -> list[tuple[bool, int | None]]:
+    """Per text, what the cache already holds (an update, or a run with other gleaning settings, re-sends
+    only the rest): whether its gleaning calls are answered too, and the tokens of its first answer when that
+    one is (None when not)."""
+    found = []
+    for text in texts:
+        history = first_messages(request, text)
+        answer = gateway.cached_answer(request.model_id, history, request.json_mode, request.max_tokens)
+        if answer is None or request.max_gleanings == 0:
+            found.append((answer is not None, None if answer is None else count_tokens(answer)))
+            continue
+        asked = follow_up(request, [*history, {"role": "assistant", "content": answer}], request.parse(answer),
+                          gleaning_prompt(request))
+        gleaned = gateway.cached_answer(request.model_id, asked, request.json_mode, request.max_tokens)
+        found.append((gleaned is not None, count_tokens(answer)))
+    return found
+
+
+def extraction_estimate(gateway: Gateway, request: ExtractionRequest, units: pd.DataFrame, continue_tokens: int
+                        ) -> CallEstimate:
+    """A dry run's estimate of an extraction stage: the calls of every text unit the cache does not hold."""
+    base = count_tokens(fill(request.template, input_text=""))
+    texts = [int(n) for n in units["n_tokens"]]
+    return gleaning_estimate(request.stage, request.model_id, [base + n for n in texts], texts,
+                             answered_units(gateway, request, units["text"].tolist()), request.max_gleanings,
+                             continue_tokens, compact=request.compact)
 
 
 async def extract_with_gleaning(gateway: Gateway, request: ExtractionRequest, text: str) -> UnitOutcome:

@@ -162,12 +162,13 @@ class Gateway:
 
     # ------------------------------------------------------------ chat
 
-    def has_answer(self, model_id: str, messages: Messages, json_mode: bool = False, max_tokens: int | None = None
-                   ) -> bool:
-        """Whether the cache holds an answer to this call (for estimates: such a call costs nothing)."""
+    def cached_answer(self, model_id: str, messages: Messages, json_mode: bool = False,
+                      max_tokens: int | None = None) -> str | None:
+        """The answer the cache holds for this call, if any (for estimates: such a call costs nothing)."""
         model = self._model(model_id)
         key = self._key("chat", model, messages, self._call_args(model, json_mode, max_tokens))
-        return self.cache is not None and self.cache.get(key) is not None
+        cached = self.cache.get(key) if self.cache is not None else None
+        return None if cached is None else str(cached["text"])
 
     async def chat(self, model_id: str, messages: Messages, *, stage: str, parse: Callable[[str], T] | None = None,
                    json_mode: bool = False, max_tokens: int | None = None, step: str = "",
@@ -360,6 +361,16 @@ class Gateway:
                 vectors[i] = None
             await self._embed_missing(model_id, model, texts, vectors, keys, stage, batch_size, batch_max_tokens)
         return [v for v in vectors if v is not None]
+
+    def embedding_estimate(self, model_id: str, texts: Sequence[str], batch_size: int = EMBEDDING_BATCH[0],
+                           batch_max_tokens: int = EMBEDDING_BATCH[1]) -> tuple[int, int]:
+        """For a dry run: the calls and tokens `embed` would send for `texts` (cached vectors are free)."""
+        model = self._model(model_id)
+        args = dict(model.call_args)
+        missing = [t for t in texts if self.cache is None or self.cache.get(self._key("embedding", model, t, args))
+                   is None]
+        batches = _batches(missing, batch_size, batch_max_tokens)
+        return len(batches), sum(tokens for _, tokens in batches)
 
     async def _embed_missing(self, model_id: str, model: ModelConfig, texts: Sequence[str],
                              vectors: list[list[float] | None], keys: list[str], stage: str, batch_size: int,

@@ -18,6 +18,7 @@ from typing import Any
 import pandas as pd
 
 from graphrag_lite.config import GraphRagConfig
+from graphrag_lite.estimate import CallEstimate
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 from graphrag_lite.storage import read_json, write_json
 from graphrag_lite.vector_store import (
@@ -37,7 +38,7 @@ def run(ctx: StageContext) -> StageResult:
     contents = texts_for(ctx.read("entities"), ctx.read("text_units"), ctx.read("community_reports"))
     db = connect(ctx.config.vector_store.db_uri)
     model = ctx.config.models[cfg.model_id].model if cfg.model_id else None
-    vectorized: list[str] = [name for name in TABLES if name in cfg.names] if model else []
+    vectorized = vector_tables(ctx.config)
     manifest = read_manifest(ctx.config.output.base_dir)
     dimension = reusable_dimension(manifest, model, ctx.config.vector_store.db_uri)
     updates = plan(db, contents, dimension, vectorized, rebuild=model is not None and dimension is None)
@@ -65,6 +66,28 @@ def run(ctx: StageContext) -> StageResult:
         summary=f"LanceDB {', '.join(describe(t, n, updates[t], first) for t, n in counts.items())}: {what}",
         details={name: update.counts() for name, update in updates.items()},
     )
+
+
+def vector_tables(config: GraphRagConfig) -> list[str]:
+    """The LanceDB tables that get vectors (none without an embedding model)."""
+    return [name for name in TABLES if name in config.embed_text.names] if config.embed_text.model_id else []
+
+
+def estimate(ctx: StageContext) -> CallEstimate | None:
+    """The texts a run would embed: new or changed rows of the tables with vectors, not already cached."""
+    cfg = ctx.config.embed_text
+    if cfg.model_id is None:
+        return None
+    contents = texts_for(ctx.read("entities"), ctx.read("text_units"), ctx.read("community_reports"))
+    vectorized = vector_tables(ctx.config)
+    dimension = reusable_dimension(read_manifest(ctx.config.output.base_dir), ctx.config.models[cfg.model_id].model,
+                                   ctx.config.vector_store.db_uri)
+    updates = plan(connect(ctx.config.vector_store.db_uri), contents, dimension, vectorized, rebuild=dimension is None)
+    texts = list(dict.fromkeys(contents[n][1][k] for n in vectorized for k in updates[n].add))
+    calls, tokens = ctx.llm.embedding_estimate(cfg.model_id, texts, cfg.batch_size, cfg.batch_max_tokens)
+    return CallEstimate(stage="embed_text", model_id=cfg.model_id, calls=calls, extra_calls=0, prompt_tokens=tokens,
+                        completion_tokens=0, extra_prompt_tokens=0,
+                        note=f"{len(texts)} new or changed texts of {', '.join(vectorized)}")
 
 
 def reusable_dimension(manifest: dict[str, Any] | None, model: str | None, db_uri: str) -> int | None:
@@ -130,4 +153,5 @@ STAGE = Stage(
     run=run,
     uses_model=True,
     external_output_digest=manifest_digest,
+    estimate=estimate,
 )

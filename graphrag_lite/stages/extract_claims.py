@@ -10,12 +10,12 @@ from __future__ import annotations
 import pandas as pd
 
 from graphrag_lite.config import ExtractClaimsConfig, GraphRagConfig
-from graphrag_lite.estimate import CallEstimate, gleaning_estimate
+from graphrag_lite.estimate import CallEstimate
 from graphrag_lite.extraction.gleaning import (
     CONTINUE_CLAIMS,
     ExtractionRequest,
-    answered_units,
     extract_units,
+    extraction_estimate,
     extraction_result,
 )
 from graphrag_lite.extraction.tuples import COMPLETION_DELIMITER, RECORD_DELIMITER, TUPLE_DELIMITER, parse_claims_reply
@@ -47,13 +47,8 @@ def estimate(ctx: StageContext) -> CallEstimate | None:
     cfg = ctx.config.extract_claims
     if not cfg.enabled:
         return None
-    units = ctx.read("base_text_units")
-    request = claims_request(ctx.config)
-    answered = answered_units(ctx.llm, request, units["text"].tolist())
-    base = count_tokens(fill(request.template, input_text=""))
-    texts = [int(n) for n, known in zip(units["n_tokens"], answered, strict=True) if not known]
-    found = gleaning_estimate("extract_claims", cfg.model_id, [base + n for n in texts], texts, cfg.max_gleanings,
-                              count_tokens(CONTINUE_CLAIMS), cached=sum(answered))
+    found = extraction_estimate(ctx.llm, claims_request(ctx.config), ctx.read("base_text_units"),
+                                count_tokens(CONTINUE_CLAIMS))
     found.completion_tokens //= 4  # claims are far fewer than entities and relationships
     return found
 

@@ -10,14 +10,14 @@ from __future__ import annotations
 import pandas as pd
 
 from graphrag_lite.config import ExtractGraphConfig
-from graphrag_lite.estimate import CallEstimate, gleaning_estimate
+from graphrag_lite.estimate import CallEstimate
 from graphrag_lite.extraction.gleaning import (
     CONTINUE_GRAPH,
     FOUND_NAMES,
     ExtractionRequest,
     UnitOutcome,
-    answered_units,
     extract_units,
+    extraction_estimate,
     extraction_result,
     gleaning_prompt,
 )
@@ -68,14 +68,9 @@ def extraction_request(cfg: ExtractGraphConfig, gateway: Gateway) -> ExtractionR
 
 def estimate(ctx: StageContext) -> CallEstimate:
     cfg = ctx.config.extract_graph
-    units = ctx.read("base_text_units")
     request = extraction_request(cfg, ctx.llm)
-    answered = answered_units(ctx.llm, request, units["text"].tolist())
-    base = count_tokens(fill(request.template, input_text=""))
-    texts = [int(n) for n, known in zip(units["n_tokens"], answered, strict=True) if not known]
     asked = FOUND_NAMES.format(names="") + gleaning_prompt(request) if request.compact else CONTINUE_GRAPH
-    return gleaning_estimate("extract_graph", cfg.model_id, [base + n for n in texts], texts, cfg.max_gleanings,
-                             count_tokens(asked), cached=sum(answered), compact=request.compact)
+    return extraction_estimate(ctx.llm, request, ctx.read("base_text_units"), count_tokens(asked))
 
 
 def run(ctx: StageContext) -> StageResult:
