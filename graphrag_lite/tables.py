@@ -213,6 +213,17 @@ def conform(name: str, frame: pd.DataFrame) -> pd.DataFrame:
     return frame.astype({c: _DTYPES[k] for c, k in INDEX_TABLES[name].items() if c in frame.columns})
 
 
+def community_memberships(communities: pd.DataFrame) -> dict[str, list[tuple[int, int]]]:
+    """Entity id -> its (level, community) pairs, shallowest first, from the communities table (an entity is in
+    one community per level). Local search, the graph explorer and the exports all read memberships here."""
+    found: dict[str, list[tuple[int, int]]] = {}
+    for community, level, members in zip(communities["community"].tolist(), communities["level"].tolist(),
+                                         communities["entity_ids"].tolist(), strict=True):
+        for entity_id in members if members is not None else ():
+            found.setdefault(str(entity_id), []).append((int(level), int(community)))
+    return {entity_id: sorted(pairs) for entity_id, pairs in found.items()}
+
+
 def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """Rows as plain dicts with string keys (typed, unlike itertuples)."""
     return [{str(k): v for k, v in row.items()} for row in frame.to_dict("records")]

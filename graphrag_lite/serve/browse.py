@@ -142,6 +142,7 @@ def warm(index: IndexTables) -> None:
     lookups = index.browse
     for part in Lookups.PARTS:
         getattr(lookups, part)
+    index.memberships  # noqa: B018 - each entity's communities
     index.units_by_id  # noqa: B018 - an entity's text units
 
 
@@ -152,7 +153,7 @@ class Lookups:
     """Indexes over one `IndexTables`, each built on first use (so a look-up needs only its own tables)."""
 
     PARTS = ("title_words", "title_position", "short_id_position", "degree_rank", "relationship_rows",
-             "neighbours", "community_position", "memberships", "_reports", "claims_by_subject", "unit_documents")
+             "neighbours", "community_position", "_reports", "claims_by_subject", "unit_documents")
 
     def __init__(self, index: IndexTables) -> None:
         self.index = index
@@ -265,19 +266,8 @@ class Lookups:
     def community_position(self) -> dict[int, int]:
         return {int(c): p for p, c in enumerate(self.index.communities["community"].tolist())}
 
-    @cached_property
-    def memberships(self) -> dict[str, list[tuple[int, int]]]:
-        """Entity id to its (level, community) pairs, shallowest first."""
-        found: defaultdict[str, list[tuple[int, int]]] = defaultdict(list)
-        frame = self.index.communities
-        for community, level, members in zip(frame["community"].tolist(), frame["level"].tolist(),
-                                             frame["entity_ids"].tolist(), strict=True):
-            for entity_id in members if members is not None else ():
-                found[str(entity_id)].append((int(level), int(community)))
-        return {entity_id: sorted(pairs) for entity_id, pairs in found.items()}
-
     def deepest(self, entity_id: str) -> int | None:
-        pairs = self.memberships.get(entity_id)
+        pairs = self.index.memberships.get(entity_id)
         return pairs[-1][1] if pairs else None
 
     @cached_property
@@ -344,7 +334,7 @@ def _claims_of(lookups: Lookups, title: str) -> list[dict[str, Any]]:
 
 def _communities_of(lookups: Lookups, entity_id: str) -> list[dict[str, Any]]:
     found = []
-    for level, community in lookups.memberships.get(entity_id, []):
+    for level, community in lookups.index.memberships.get(entity_id, []):
         report = lookups.report(community)
         row = lookups.index.communities.iloc[lookups.community_position[community]]
         found.append({"community": community, "level": level,
