@@ -224,6 +224,15 @@ def community_memberships(communities: pd.DataFrame) -> dict[str, list[tuple[int
     return {entity_id: sorted(pairs) for entity_id, pairs in found.items()}
 
 
+def unit_documents(text_units: pd.DataFrame, documents: pd.DataFrame | None) -> dict[str, tuple[str, str | None]]:
+    """Text unit id -> (its document's id, that document's title: None when `documents` lacks it). Citations,
+    the graph explorer and the evaluation's gold documents all name a unit's document from here."""
+    titles = {} if documents is None else {d: plain_json(t) for d, t in zip(documents["id"], documents["title"],
+                                                                              strict=True)}
+    return {unit: (document, titles.get(document)) for unit, document in zip(text_units["id"],
+                                                                              text_units["document_id"], strict=True)}
+
+
 def records(frame: pd.DataFrame) -> list[dict[str, Any]]:
     """Rows as plain dicts with string keys (typed, unlike itertuples)."""
     return [{str(k): v for k, v in row.items()} for row in frame.to_dict("records")]

@@ -10,7 +10,7 @@ import pandas as pd
 from graphrag_lite.config import GraphRagConfig
 from graphrag_lite.errors import MissingIndex, index_command
 from graphrag_lite.storage import OutputStore
-from graphrag_lite.tables import INDEX_TABLES, community_memberships, conform, written_by
+from graphrag_lite.tables import INDEX_TABLES, community_memberships, conform, unit_documents, written_by
 
 if TYPE_CHECKING:
     from graphrag_lite.query.graph_walk import EntityUnitGraph
@@ -81,6 +81,11 @@ class IndexTables:
         """Text unit id -> (human_readable_id, text)."""
         return {uid: (int(h), text) for uid, h, text in zip(self.text_units["id"], self.text_units["human_readable_id"],
                                                             self.text_units["text"], strict=True)}
+
+    @cached_property
+    def unit_documents(self) -> dict[str, tuple[str, str | None]]:
+        """Text unit id -> (document id, document title)."""
+        return unit_documents(self.text_units, self.documents)
 
     @cached_property
     def memberships(self) -> dict[str, list[tuple[int, int]]]:

@@ -143,7 +143,7 @@ def warm(index: IndexTables) -> None:
     for part in Lookups.PARTS:
         getattr(lookups, part)
     index.memberships  # noqa: B018 - each entity's communities
-    index.units_by_id  # noqa: B018 - an entity's text units
+    index.units_by_id, index.unit_documents  # noqa: B018 - an entity's text units
 
 
 # ------------------------------------------------------------------ precomputed look-ups
@@ -153,7 +153,7 @@ class Lookups:
     """Indexes over one `IndexTables`, each built on first use (so a look-up needs only its own tables)."""
 
     PARTS = ("title_words", "title_position", "short_id_position", "degree_rank", "relationship_rows",
-             "neighbours", "community_position", "_reports", "claims_by_subject", "unit_documents")
+             "neighbours", "community_position", "_reports", "claims_by_subject")
 
     def __init__(self, index: IndexTables) -> None:
         self.index = index
@@ -296,13 +296,6 @@ class Lookups:
             found[str(claim.get("subject_id"))].append(claim)
         return found
 
-    @cached_property
-    def unit_documents(self) -> dict[str, str | None]:
-        """Text unit id -> the title of its document (the units' ids and texts: IndexTables.units_by_id)."""
-        titles = dict(zip(_column(self.index.documents, "id"), _column(self.index.documents, "title"), strict=True))
-        units = self.index.text_units
-        return {unit: titles.get(doc) for unit, doc in zip(units["id"], _column(units, "document_id"), strict=True)}
-
 
 # ------------------------------------------------------------------ helpers
 
@@ -346,8 +339,8 @@ def _communities_of(lookups: Lookups, entity_id: str) -> list[dict[str, Any]]:
 def _text_units_of(lookups: Lookups, unit_ids: Sequence[str]) -> list[dict[str, Any]]:
     if not unit_ids:  # no table read: an index may have entities and no text units yet
         return []
-    units, titles = lookups.index.units_by_id, lookups.unit_documents
-    return [{"id": u, "human_readable_id": units[u][0], "document_title": titles[u],
+    units, documents = lookups.index.units_by_id, lookups.index.unit_documents
+    return [{"id": u, "human_readable_id": units[u][0], "document_title": documents[u][1],
              "text": units[u][1]} for u in unit_ids if u in units]
 
 
