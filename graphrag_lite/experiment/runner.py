@@ -11,7 +11,6 @@ of the index, the query settings and the questions.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -25,6 +24,7 @@ from graphrag_lite.errors import ConfigError, PipelineFileError
 from graphrag_lite.evaluation.evaluate import QuestionResult, evaluate_index, methods_to_run
 from graphrag_lite.evaluation.questions import Question, load_questions, questions_digest
 from graphrag_lite.experiment.spec import ExperimentSpec, Variant, expand_variants, load_spec
+from graphrag_lite.ids import json_digest
 from graphrag_lite.llm.ledger import BudgetExceeded
 from graphrag_lite.pipeline import QUERY_SECTIONS, STATE_FILE, Pipeline, configure, reusable_prefix, run_pipeline
 from graphrag_lite.storage import OutputStore, link_or_copy, read_json, write_json
@@ -107,7 +107,7 @@ def index_digest(config: GraphRagConfig, pipeline: Pipeline) -> str:
     """Equal for two variants exactly when every stage of their pipelines has the same settings."""
     sections = sorted({s for stage in pipeline.stages for s in stage.config_sections} - {"vector_store"})
     payload = {"stages": [s.name for s in pipeline.stages], "settings": config.section_fingerprint(sections)}
-    return hashlib.blake2b(json.dumps(payload, sort_keys=True, default=str).encode(), digest_size=5).hexdigest()
+    return json_digest(payload, 5)
 
 
 def build_variant_index(planned: PlannedVariant, plan: ExperimentPlan, console: Console, built: set[str]
@@ -181,7 +181,7 @@ def evaluation_key(planned: PlannedVariant, plan: ExperimentPlan, answer: bool) 
                "questions": questions_digest(plan.questions), "methods": plan.spec.methods, "answer": answer,
                "version": __version__,
                "response_type": plan.spec.response_type}
-    return hashlib.blake2b(json.dumps(payload, sort_keys=True, default=str).encode(), digest_size=12).hexdigest()
+    return json_digest(payload, 12)
 
 
 def remaining_budget(plan: ExperimentPlan, spent: float, planned: PlannedVariant | None = None) -> float | None:
