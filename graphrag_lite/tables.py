@@ -181,18 +181,23 @@ def full_content(report: Report) -> str:
 def report_row(record: CommunityRow, report: Report | None, status: str, digest: str) -> tuple[Any, ...]:
     """A community's report row; with no report, a row whose `status` says why (queries skip it, a re-run
     writes it)."""
-    number = int(record["community"])
-    children = [int(c) for c in record["children"]]
     period = datetime.now(UTC).date().isoformat()
-    base = (stable_id("community_report", record["id"]), number, number, int(record["level"]), int(record["parent"]),
-            children)
+    fields: tuple[Any, ...]
     if report is None:  # kept, so queries can tell the report is missing and a re-run knows what to redo
-        return (*base, f"Community {number} (report missing)", "", "", float("nan"), "", [], "", period,
-                int(record["size"]), status, digest)
-    findings = [f.model_dump() for f in report.findings]
-    return (*base, report.title, report.summary, full_content(report), float(report.rating),
-            report.rating_explanation, findings, json.dumps(report.model_dump(), ensure_ascii=False), period,
-            int(record["size"]), status, digest)
+        fields = (f"Community {int(record['community'])} (report missing)", "", "", float("nan"), "", [], "", period)
+    else:
+        findings = [f.model_dump() for f in report.findings]
+        fields = (report.title, report.summary, full_content(report), float(report.rating), report.rating_explanation,
+                  findings, json.dumps(report.model_dump(), ensure_ascii=False), period)
+    return placed_report(record, fields, status, digest)
+
+
+def placed_report(record: CommunityRow, fields: Sequence[Any], status: str, digest: str) -> tuple[Any, ...]:
+    """A report row in its community's place: the community's id, number, level, parent and children, then
+    the report's `fields` (title to period), then the community's size, `status` and `digest`."""
+    number = int(record["community"])
+    return (stable_id("community_report", record["id"]), number, number, int(record["level"]), int(record["parent"]),
+            [int(c) for c in record["children"]], *fields, int(record["size"]), status, digest)
 
 
 def written_by(table: str) -> str:
