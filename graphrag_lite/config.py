@@ -611,14 +611,21 @@ def read_settings(root: Path = Path("."), config: Path | None = None) -> tuple[P
         if value is not None:
             os.environ.setdefault(name, value)
     text = substitute_env(path.read_text(encoding="utf-8"), {**dotenv, **os.environ}, str(path))
+    data = yaml_mapping(text, path, "of sections at the top level")
+    data["root_dir"] = str(project)  # what a file's own root_dir (a GraphRAG key) would say is not used
+    return path, data
+
+
+def yaml_mapping(text: str, path: Path, holding: str) -> dict[str, Any]:
+    """The mapping a YAML file (a settings or an experiment file) holds; a ConfigError naming the file when it
+    is not valid YAML or not a mapping (`holding`: what the mapping should hold, for the message)."""
     try:
         data = yaml.safe_load(text) or {}
     except yaml.YAMLError as err:
         raise ConfigError(f"{path}: not valid YAML: {err}") from err
     if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping of sections at the top level")
-    data["root_dir"] = str(project)  # what a file's own root_dir (a GraphRAG key) would say is not used
-    return path, data
+        raise ConfigError(f"{path}: expected a mapping {holding}")
+    return data
 
 
 def config_from_data(data: dict[str, Any], path: Path, overrides: Overrides = (),

@@ -14,6 +14,7 @@ import pandas as pd
 
 from graphrag_lite.errors import MissingIndex, index_command
 from graphrag_lite.storage import OutputStore, atomic_path
+from graphrag_lite.tables import community_memberships
 
 NO_COMMUNITY = -1
 # characters XML 1.0 cannot hold even escaped (control characters a document may carry into a description):
@@ -52,11 +53,8 @@ def _read_graph(store: OutputStore, root: Path) -> _Graph:
     # a pipeline that stops before clustering has a graph but no communities: every entity is in none
     if store.has("communities"):
         communities = store.read("communities")
-        for level, community, members in zip(communities["level"], communities["community"],
-                                             communities["entity_ids"], strict=True):
-            levels.add(int(level))
-            for entity_id in members:
-                memberships.setdefault(str(entity_id), {})[int(level)] = int(community)
+        levels = {int(level) for level in communities["level"]}
+        memberships = {entity_id: dict(pairs) for entity_id, pairs in community_memberships(communities).items()}
     return _Graph(entities, relationships, sorted(levels), memberships)
 
 

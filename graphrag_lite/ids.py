@@ -2,12 +2,19 @@
 are random uuids, so its rebuilds cannot be diffed and vector ids churn)."""
 
 import hashlib
+import json
 from collections.abc import Iterable, Mapping
 
 
 def stable_id(kind: str, *parts: object) -> str:
     text = "\x1f".join([kind, *(str(p) for p in parts)])
     return hashlib.blake2b(text.encode("utf-8"), digest_size=16).hexdigest()
+
+
+def json_digest(payload: object, size: int) -> str:
+    """blake2b of the data's JSON, keys sorted, a Path or date as its text: the stage fingerprints and cache keys
+    on disk (changing the encoding would invalidate them all)."""
+    return hashlib.blake2b(json.dumps(payload, sort_keys=True, default=str).encode(), digest_size=size).hexdigest()
 
 
 def kept_numbers(ids: Iterable[str], previous: Mapping[str, int] | None) -> list[int]:

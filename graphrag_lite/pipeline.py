@@ -13,8 +13,6 @@ import asyncio
 import contextlib
 import difflib
 import gc
-import hashlib
-import json
 import logging
 import os
 import resource
@@ -45,6 +43,7 @@ from rich.text import Text
 from graphrag_lite import __version__
 from graphrag_lite.config import GraphRagConfig, Overrides, OverrideSources
 from graphrag_lite.errors import ConfigError, IndexIncomplete, PipelineError, PipelineFileError, UnknownStage
+from graphrag_lite.ids import json_digest
 from graphrag_lite.llm.ledger import BudgetExceeded, read_spend, write_spend
 from graphrag_lite.resources import data_dir
 from graphrag_lite.storage import OutputLock, OutputStore, link_or_copy, read_json, write_json
@@ -792,7 +791,7 @@ def stage_fingerprint(stage: Stage, config: GraphRagConfig, digests: dict[str, s
         "inputs": {name: digests.get(name) for name in stage.reads},
         "external": stage.external_digest(config) if stage.external_digest else None,
     }
-    return hashlib.blake2b(json.dumps(payload, sort_keys=True, default=str).encode(), digest_size=16).hexdigest()
+    return json_digest(payload, 16)
 
 
 def _reusable(previous: dict[str, Any], fingerprint: str, store: OutputStore, stage: Stage,

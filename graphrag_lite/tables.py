@@ -181,18 +181,23 @@ def full_content(report: Report) -> str:
 def report_row(record: CommunityRow, report: Report | None, status: str, digest: str) -> tuple[Any, ...]:
     """A community's report row; with no report, a row whose `status` says why (queries skip it, a re-run
     writes it)."""
-    number = int(record["community"])
-    children = [int(c) for c in record["children"]]
     period = datetime.now(UTC).date().isoformat()
-    base = (stable_id("community_report", record["id"]), number, number, int(record["level"]), int(record["parent"]),
-            children)
+    fields: tuple[Any, ...]
     if report is None:  # kept, so queries can tell the report is missing and a re-run knows what to redo
-        return (*base, f"Community {number} (report missing)", "", "", float("nan"), "", [], "", period,
-                int(record["size"]), status, digest)
-    findings = [f.model_dump() for f in report.findings]
-    return (*base, report.title, report.summary, full_content(report), float(report.rating),
-            report.rating_explanation, findings, json.dumps(report.model_dump(), ensure_ascii=False), period,
-            int(record["size"]), status, digest)
+        fields = (f"Community {int(record['community'])} (report missing)", "", "", float("nan"), "", [], "", period)
+    else:
+        findings = [f.model_dump() for f in report.findings]
+        fields = (report.title, report.summary, full_content(report), float(report.rating), report.rating_explanation,
+                  findings, json.dumps(report.model_dump(), ensure_ascii=False), period)
+    return placed_report(record, fields, status, digest)
+
+
+def placed_report(record: CommunityRow, fields: Sequence[Any], status: str, digest: str) -> tuple[Any, ...]:
+    """A report row in its community's place: the community's id, number, level, parent and children, then
+    the report's `fields` (title to period), then the community's size, `status` and `digest`."""
+    number = int(record["community"])
+    return (stable_id("community_report", record["id"]), number, number, int(record["level"]), int(record["parent"]),
+            [int(c) for c in record["children"]], *fields, int(record["size"]), status, digest)
 
 
 def written_by(table: str) -> str:
@@ -211,6 +216,26 @@ def conform(name: str, frame: pd.DataFrame) -> pd.DataFrame:
     if len(frame) or name not in INDEX_TABLES:
         return frame
     return frame.astype({c: _DTYPES[k] for c, k in INDEX_TABLES[name].items() if c in frame.columns})
+
+
+def community_memberships(communities: pd.DataFrame) -> dict[str, list[tuple[int, int]]]:
+    """Entity id -> its (level, community) pairs, shallowest first, from the communities table (an entity is in
+    one community per level). Local search, the graph explorer and the exports all read memberships here."""
+    found: dict[str, list[tuple[int, int]]] = {}
+    for community, level, members in zip(communities["community"].tolist(), communities["level"].tolist(),
+                                         communities["entity_ids"].tolist(), strict=True):
+        for entity_id in members if members is not None else ():
+            found.setdefault(str(entity_id), []).append((int(level), int(community)))
+    return {entity_id: sorted(pairs) for entity_id, pairs in found.items()}
+
+
+def unit_documents(text_units: pd.DataFrame, documents: pd.DataFrame | None) -> dict[str, tuple[str, str | None]]:
+    """Text unit id -> (its document's id, that document's title: None when `documents` lacks it). Citations,
+    the graph explorer and the evaluation's gold documents all name a unit's document from here."""
+    titles = {} if documents is None else {d: plain_json(t) for d, t in zip(documents["id"], documents["title"],
+                                                                              strict=True)}
+    return {unit: (document, titles.get(document)) for unit, document in zip(text_units["id"],
+                                                                              text_units["document_id"], strict=True)}
 
 
 def records(frame: pd.DataFrame) -> list[dict[str, Any]]:

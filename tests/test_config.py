@@ -1,3 +1,4 @@
+import re
 from pathlib import Path
 
 import pytest
@@ -139,3 +140,18 @@ def test_init_project_loads_with_its_env(tmp_path, monkeypatch):
     init_project(tmp_path)
     cfg = load_config(tmp_path)
     assert cfg.models["default_chat_model"].api_key.get_secret_value() == "<your-api-key>"
+
+
+@pytest.mark.parametrize(("text", "said"), [("a: [1, 2\n", "not valid YAML: while parsing a flow sequence"),
+                                            ("- 1\n- 2\n", "expected a mapping")])
+def test_a_settings_or_experiment_file_that_is_not_a_yaml_mapping_is_named_with_what_is_wrong(tmp_path, text, said):
+    from graphrag_lite.experiment.spec import load_spec
+
+    (tmp_path / "settings.yaml").write_text(text)
+    (tmp_path / "experiment.yaml").write_text(text)
+    with pytest.raises(ConfigError, match=f"^{re.escape(str(tmp_path / 'settings.yaml'))}: {said}"):
+        load_config(tmp_path)
+    with pytest.raises(ConfigError, match=f"^{re.escape(str(tmp_path / 'experiment.yaml'))}: {said}") as raised:
+        load_spec(tmp_path / "experiment.yaml")
+    if said == "expected a mapping":  # each file says what its mapping holds
+        assert "(project, base, variants, grid, questions, ...)" in str(raised.value)

@@ -16,7 +16,6 @@ In CSV, a list is a JSON list in its cell (`["a", "b"]`); anything else is one i
 
 from __future__ import annotations
 
-import hashlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -25,6 +24,7 @@ from typing import Any
 import pandas as pd
 
 from graphrag_lite.errors import ConfigError
+from graphrag_lite.ids import json_digest
 
 LIST_FIELDS = {"answers": ("answer", "answers", "answer_aliases"), "evidence": ("evidence",),
                "evidence_documents": ("evidence_documents",), "evidence_text_units": ("evidence_text_units",)}
@@ -69,8 +69,7 @@ def load_questions(path: Path) -> list[Question]:
 def questions_digest(questions: list[Question]) -> str:
     """Changes whenever a question, an answer or a gold item changes (results computed for other questions
     are not reused)."""
-    text = json.dumps([q.__dict__ for q in questions], sort_keys=True)
-    return hashlib.blake2b(text.encode(), digest_size=12).hexdigest()
+    return json_digest([q.__dict__ for q in questions], 12)
 
 
 def _records(path: Path) -> list[tuple[str, Any]]:

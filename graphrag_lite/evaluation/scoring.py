@@ -23,6 +23,7 @@ import pandas as pd
 from graphrag_lite.evaluation.questions import Question
 from graphrag_lite.llm.fake import STOPWORDS
 from graphrag_lite.nlp.extractor import sentences
+from graphrag_lite.tables import unit_documents
 
 
 def content_words(text: str) -> frozenset[str]:
@@ -54,11 +55,9 @@ class UnitLookup:
 
     @staticmethod
     def of(text_units: pd.DataFrame, documents: pd.DataFrame | None) -> UnitLookup:
-        titles = dict(zip(documents["id"], documents["title"], strict=True)) if documents is not None else {}
-        readable = [int(i) for i in text_units["human_readable_id"]]
-        return UnitLookup(dict(zip(readable, text_units["id"], strict=True)),
-                          {r: (str(d), str(titles.get(d, ""))) for r, d in zip(readable, text_units["document_id"],
-                                                                                 strict=True)})
+        found = unit_documents(text_units, documents)
+        readable = dict(zip((int(i) for i in text_units["human_readable_id"]), text_units["id"], strict=True))
+        return UnitLookup(readable, {r: (str(found[u][0]), str(found[u][1] or "")) for r, u in readable.items()})
 
 
 @dataclass(frozen=True)

@@ -57,20 +57,19 @@ def estimate_experiment(plan: ExperimentPlan) -> ExperimentEstimate:
                                   "prompt_tokens": 0 if shared else found["prompt_tokens"] +
                                   found["estimated_extra_prompt_tokens"],
                                   "cost_usd": 0.0 if shared else found["estimated_cost_usd"]})
-    answering = (plan.spec.answers and any(q.answers for q in plan.questions)) or plan.spec.judge is not None
     for planned in plan.variants if plan.questions else []:
-        estimate.rows += _query_rows(planned, plan, answering)
-    if plan.spec.judge and answering:
+        estimate.rows += _query_rows(planned, plan)
+    if plan.spec.judge and plan.answering:
         estimate.rows.append(_judge_row(plan))
     return estimate
 
 
-def _query_rows(planned: PlannedVariant, plan: ExperimentPlan, answering: bool) -> list[dict[str, Any]]:
+def _query_rows(planned: PlannedVariant, plan: ExperimentPlan) -> list[dict[str, Any]]:
     """Answer calls (local search: one more per extra round), or, with no answers, only the calls of local
     search's later rounds (`local_search.hops` > 1 asks the model for each round's lead)."""
     cfg = planned.config
     rows = []
-    if not answering:
+    if not plan.answering:
         extra = (cfg.local_search.hops - 1) * len(plan.questions) if "local" in plan.spec.methods else 0
         model_id = cfg.local_search.chat_model_id
         if not extra or model_id is None:

@@ -44,7 +44,6 @@ def run_experiment(path: str | Path, console: Console | None = None) -> pd.DataF
     write_json(plan.output / "experiment.json", {
         "file": str(plan.path), "variants": {p.variant.name: {"index": p.index, "overrides": p.variant.overrides}
                                              for p in plan.variants}})
-    answer = (plan.spec.answers and any(q.answers for q in plan.questions)) or plan.spec.judge is not None
     runs: dict[str, VariantRun] = {}
     evaluations: dict[str, list[QuestionResult]] = {}
     judged: Judged = {}
@@ -55,11 +54,11 @@ def run_experiment(path: str | Path, console: Console | None = None) -> pd.DataF
             console.print(f"[bold]── [{number}/{len(plan.variants)}] variant {planned.variant.name}[/bold] "
                           f"({differs_text(planned.variant.own)}) · index {planned.index} · spent so far "
                           f"${spent:.4f}", highlight=False)
-            runs[planned.variant.name], results = _run_variant(planned, plan, console, spent, answer, built)
+            runs[planned.variant.name], results = _run_variant(planned, plan, console, spent, built)
             spent += runs[planned.variant.name].cost_usd
             if results is not None:
                 evaluations[planned.variant.name] = results
-        if plan.spec.judge and answer:
+        if plan.spec.judge and plan.answering:
             judged, cost = asyncio.run(judge_variants(plan, evaluations, console, spent))
             spent += cost
     except BaseException:  # a budget stop, a failure, Ctrl-C: what is finished is written, then the error goes on
@@ -73,7 +72,7 @@ def run_experiment(path: str | Path, console: Console | None = None) -> pd.DataF
     return table
 
 
-def _run_variant(planned: PlannedVariant, plan: ExperimentPlan, console: Console, spent: float, answer: bool,
+def _run_variant(planned: PlannedVariant, plan: ExperimentPlan, console: Console, spent: float,
                  built: set[str]) -> tuple[VariantRun, list[QuestionResult] | None]:
     """Build the variant's index and evaluate it, each within what is left of the experiment's budget;
     the run's cost_usd is what both paid."""
@@ -86,7 +85,7 @@ def _run_variant(planned: PlannedVariant, plan: ExperimentPlan, console: Console
     planned.config.budget.max_cost_usd = remaining_budget(plan, spent + run.cost_usd, planned)
     total = len(methods_to_run(plan.spec.methods, plan.questions)) * len(plan.questions)
     with counting(console, total, f"{planned.variant.name}: questions") as done:
-        results, run.evaluation_reused = asyncio.run(evaluate_variant(planned, plan, answer, done))
+        results, run.evaluation_reused = asyncio.run(evaluate_variant(planned, plan, done))
     run.cost_usd += 0.0 if run.evaluation_reused else sum(r.paid_usd for r in results)
     console.print(f"  evaluated on {len(plan.questions)} questions"
                   f"{' (unchanged, reused)' if run.evaluation_reused else ''}", highlight=False)

@@ -11,7 +11,6 @@ of the index, the query settings and the questions.
 
 from __future__ import annotations
 
-import hashlib
 import json
 from collections.abc import Callable
 from dataclasses import asdict, dataclass, field
@@ -25,6 +24,7 @@ from graphrag_lite.errors import ConfigError, PipelineFileError
 from graphrag_lite.evaluation.evaluate import QuestionResult, evaluate_index, methods_to_run
 from graphrag_lite.evaluation.questions import Question, load_questions, questions_digest
 from graphrag_lite.experiment.spec import ExperimentSpec, Variant, expand_variants, load_spec
+from graphrag_lite.ids import json_digest
 from graphrag_lite.llm.ledger import BudgetExceeded
 from graphrag_lite.pipeline import QUERY_SECTIONS, STATE_FILE, Pipeline, configure, reusable_prefix, run_pipeline
 from graphrag_lite.storage import OutputStore, link_or_copy, read_json, write_json
@@ -50,6 +50,12 @@ class ExperimentPlan:
     def output(self) -> Path:
         assert self.spec.output is not None
         return self.spec.output
+
+    @property
+    def answering(self) -> bool:
+        """Whether the questions are answered: answers are asked for and some questions have gold answers to
+        score them against, or a judge compares the variants' answers."""
+        return (self.spec.answers and any(q.answers for q in self.questions)) or self.spec.judge is not None
 
 
 @dataclass
@@ -107,7 +113,7 @@ def index_digest(config: GraphRagConfig, pipeline: Pipeline) -> str:
     """Equal for two variants exactly when every stage of their pipelines has the same settings."""
     sections = sorted({s for stage in pipeline.stages for s in stage.config_sections} - {"vector_store"})
     payload = {"stages": [s.name for s in pipeline.stages], "settings": config.section_fingerprint(sections)}
-    return hashlib.blake2b(json.dumps(payload, sort_keys=True, default=str).encode(), digest_size=5).hexdigest()
+    return json_digest(payload, 5)
 
 
 def build_variant_index(planned: PlannedVariant, plan: ExperimentPlan, console: Console, built: set[str]
@@ -155,33 +161,33 @@ def seed_from_other_index(planned: PlannedVariant, indexes: Path) -> str | None:
     return donor.name
 
 
-async def evaluate_variant(planned: PlannedVariant, plan: ExperimentPlan, answer: bool,
+async def evaluate_variant(planned: PlannedVariant, plan: ExperimentPlan,
                            on_done: Callable[[], None] | None = None) -> tuple[list[QuestionResult], bool]:
     """The variant's evaluation: reused when the index, the query settings and the questions are unchanged."""
     from graphrag_lite.query.engine import GraphRAG
 
     target = plan.output / "variants" / planned.variant.name / "evaluation.json"
-    key = evaluation_key(planned, plan, answer)
+    key = evaluation_key(planned, plan)
     if target.is_file() and (stored := read_json(target)).get("key") == key and \
             not any(r.get("failed") for r in stored["results"]):  # failed questions are asked again
         return [QuestionResult(**r) for r in stored["results"]], True
     judged = plan.spec.judge.methods if plan.spec.judge else []
-    results = await evaluate_index(GraphRAG(planned.config), plan.questions, plan.spec.methods, answer,
+    results = await evaluate_index(GraphRAG(planned.config), plan.questions, plan.spec.methods, plan.answering,
                                    plan.spec.response_type, on_done, answer_every_question=judged)
     write_json(target, {"key": key, "methods": methods_to_run(plan.spec.methods, plan.questions),
                         "results": [asdict(r) for r in results]})
     return results, False
 
 
-def evaluation_key(planned: PlannedVariant, plan: ExperimentPlan, answer: bool) -> str:
+def evaluation_key(planned: PlannedVariant, plan: ExperimentPlan) -> str:
     state = read_json(planned.config.output.base_dir / STATE_FILE)
     payload = {"index": planned.index, "stages": {name: [entry.get(k) for k in ("fingerprint", "outputs", "external")]
                                                   for name, entry in state.items()},
                "query": planned.config.section_fingerprint(QUERY_SECTIONS),
-               "questions": questions_digest(plan.questions), "methods": plan.spec.methods, "answer": answer,
+               "questions": questions_digest(plan.questions), "methods": plan.spec.methods, "answer": plan.answering,
                "version": __version__,
                "response_type": plan.spec.response_type}
-    return hashlib.blake2b(json.dumps(payload, sort_keys=True, default=str).encode(), digest_size=12).hexdigest()
+    return json_digest(payload, 12)
 
 
 def remaining_budget(plan: ExperimentPlan, spent: float, planned: PlannedVariant | None = None) -> float | None:

@@ -25,10 +25,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any, Literal
 
-import yaml
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
-from graphrag_lite.config import unwrap_optional
+from graphrag_lite.config import unwrap_optional, yaml_mapping
 from graphrag_lite.errors import ConfigError
 from graphrag_lite.evaluation.judge import CRITERIA
 
@@ -89,13 +88,10 @@ class Variant:
 
 def load_spec(path: Path) -> ExperimentSpec:
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        text = path.read_text(encoding="utf-8")
     except OSError as err:
         raise ConfigError(f"experiment file {path} cannot be read: {err.strerror or err}") from None
-    except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML: {err}") from None
-    if not isinstance(data, dict):
-        raise ConfigError(f"{path}: expected a mapping (project, base, variants, grid, questions, ...)")
+    data = yaml_mapping(text, path, "(project, base, variants, grid, questions, ...)")
     try:
         spec = ExperimentSpec.model_validate(data)
     except ValidationError as err:

@@ -44,9 +44,8 @@ def _lookup(kind: str, number: int, index: IndexTables) -> dict[str, Any] | None
         if units.empty:
             return None
         unit = units.iloc[0]
-        documents = index.documents[index.documents["id"] == unit["document_id"]]
-        title = str(documents.iloc[0]["title"]) if not documents.empty else None
-        return {"id": number, "text_unit_id": unit["id"], "document_title": title, "text": unit["text"]}
+        return {"id": number, "text_unit_id": unit["id"], "document_title": index.unit_documents[unit["id"]][1],
+                "text": unit["text"]}
     table, columns = {
         "Entities": (index.entities, ["id", "title", "type", "description"]),
         "Relationships": (index.relationships, ["id", "source", "target", "description", "weight"]),

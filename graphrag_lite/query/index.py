@@ -10,7 +10,7 @@ import pandas as pd
 from graphrag_lite.config import GraphRagConfig
 from graphrag_lite.errors import MissingIndex, index_command
 from graphrag_lite.storage import OutputStore
-from graphrag_lite.tables import INDEX_TABLES, conform, written_by
+from graphrag_lite.tables import INDEX_TABLES, community_memberships, conform, unit_documents, written_by
 
 if TYPE_CHECKING:
     from graphrag_lite.query.graph_walk import EntityUnitGraph
@@ -82,16 +82,24 @@ class IndexTables:
         return {uid: (int(h), text) for uid, h, text in zip(self.text_units["id"], self.text_units["human_readable_id"],
                                                             self.text_units["text"], strict=True)}
 
+    @cached_property
+    def unit_documents(self) -> dict[str, tuple[str, str | None]]:
+        """Text unit id -> (document id, document title)."""
+        return unit_documents(self.text_units, self.documents)
+
+    @cached_property
+    def memberships(self) -> dict[str, list[tuple[int, int]]]:
+        """Entity id -> its (level, community) pairs, shallowest first."""
+        return community_memberships(self.communities)
+
     def deepest_communities(self, level: int) -> dict[str, tuple[int, int]]:
         """Entity id -> (level, community) of its deepest community at or above `level`."""
         if level not in self._deepest:
-            communities = self.communities[self.communities["level"] <= level]
             deepest: dict[str, tuple[int, int]] = {}
-            for number, lvl, members in zip(communities["community"], communities["level"],
-                                            communities["entity_ids"], strict=True):
-                for eid in members:
-                    if eid not in deepest or lvl > deepest[eid][0]:
-                        deepest[eid] = (int(lvl), int(number))
+            for eid, pairs in self.memberships.items():
+                within = [pair for pair in pairs if pair[0] <= level]
+                if within:
+                    deepest[eid] = within[-1]
             self._deepest[level] = deepest
         return self._deepest[level]
 

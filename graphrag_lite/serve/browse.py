@@ -142,7 +142,8 @@ def warm(index: IndexTables) -> None:
     lookups = index.browse
     for part in Lookups.PARTS:
         getattr(lookups, part)
-    index.units_by_id  # noqa: B018 - an entity's text units
+    index.memberships  # noqa: B018 - each entity's communities
+    index.units_by_id, index.unit_documents  # noqa: B018 - an entity's text units
 
 
 # ------------------------------------------------------------------ precomputed look-ups
@@ -152,7 +153,7 @@ class Lookups:
     """Indexes over one `IndexTables`, each built on first use (so a look-up needs only its own tables)."""
 
     PARTS = ("title_words", "title_position", "short_id_position", "degree_rank", "relationship_rows",
-             "neighbours", "community_position", "memberships", "_reports", "claims_by_subject", "unit_documents")
+             "neighbours", "community_position", "_reports", "claims_by_subject")
 
     def __init__(self, index: IndexTables) -> None:
         self.index = index
@@ -265,19 +266,8 @@ class Lookups:
     def community_position(self) -> dict[int, int]:
         return {int(c): p for p, c in enumerate(self.index.communities["community"].tolist())}
 
-    @cached_property
-    def memberships(self) -> dict[str, list[tuple[int, int]]]:
-        """Entity id to its (level, community) pairs, shallowest first."""
-        found: defaultdict[str, list[tuple[int, int]]] = defaultdict(list)
-        frame = self.index.communities
-        for community, level, members in zip(frame["community"].tolist(), frame["level"].tolist(),
-                                             frame["entity_ids"].tolist(), strict=True):
-            for entity_id in members if members is not None else ():
-                found[str(entity_id)].append((int(level), int(community)))
-        return {entity_id: sorted(pairs) for entity_id, pairs in found.items()}
-
     def deepest(self, entity_id: str) -> int | None:
-        pairs = self.memberships.get(entity_id)
+        pairs = self.index.memberships.get(entity_id)
         return pairs[-1][1] if pairs else None
 
     @cached_property
@@ -305,13 +295,6 @@ class Lookups:
                 claim["human_readable_id"] = int(claim["human_readable_id"])
             found[str(claim.get("subject_id"))].append(claim)
         return found
-
-    @cached_property
-    def unit_documents(self) -> dict[str, str | None]:
-        """Text unit id -> the title of its document (the units' ids and texts: IndexTables.units_by_id)."""
-        titles = dict(zip(_column(self.index.documents, "id"), _column(self.index.documents, "title"), strict=True))
-        units = self.index.text_units
-        return {unit: titles.get(doc) for unit, doc in zip(units["id"], _column(units, "document_id"), strict=True)}
 
 
 # ------------------------------------------------------------------ helpers
@@ -344,7 +327,7 @@ def _claims_of(lookups: Lookups, title: str) -> list[dict[str, Any]]:
 
 def _communities_of(lookups: Lookups, entity_id: str) -> list[dict[str, Any]]:
     found = []
-    for level, community in lookups.memberships.get(entity_id, []):
+    for level, community in lookups.index.memberships.get(entity_id, []):
         report = lookups.report(community)
         row = lookups.index.communities.iloc[lookups.community_position[community]]
         found.append({"community": community, "level": level,
@@ -356,8 +339,8 @@ def _communities_of(lookups: Lookups, entity_id: str) -> list[dict[str, Any]]:
 def _text_units_of(lookups: Lookups, unit_ids: Sequence[str]) -> list[dict[str, Any]]:
     if not unit_ids:  # no table read: an index may have entities and no text units yet
         return []
-    units, titles = lookups.index.units_by_id, lookups.unit_documents
-    return [{"id": u, "human_readable_id": units[u][0], "document_title": titles[u],
+    units, documents = lookups.index.units_by_id, lookups.index.unit_documents
+    return [{"id": u, "human_readable_id": units[u][0], "document_title": documents[u][1],
              "text": units[u][1]} for u in unit_ids if u in units]
 
 

@@ -17,13 +17,12 @@ from typing import Any
 import pandas as pd
 
 from graphrag_lite.graph.report_context import ChildReport, Context, ContextBuilder
-from graphrag_lite.ids import stable_id
 from graphrag_lite.llm.gateway import Gateway, gather_all
 from graphrag_lite.llm.per_item import attempt
 from graphrag_lite.llm.structured import json_parser
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 from graphrag_lite.prompts import fill, section_prompt
-from graphrag_lite.tables import COLUMN, REPORT_COLUMNS, CommunityRow, Report, report_row, typed_records
+from graphrag_lite.tables import COLUMN, REPORT_COLUMNS, CommunityRow, Report, placed_report, report_row, typed_records
 
 
 def run(ctx: StageContext) -> StageResult:
@@ -138,10 +137,7 @@ class ReportWriter:
 
 def kept_row(record: CommunityRow, kept: dict[str, Any], digest: str) -> tuple[Any, ...]:
     """A previous report as it was, in its community's place now (number, parent, children, size)."""
-    number = int(record["community"])
-    return (stable_id("community_report", record["id"]), number, number, int(record["level"]),
-            int(record["parent"]), [int(c) for c in record["children"]],
-            *(kept[c] for c in REPORT_COLUMNS[COLUMN["title"]:COLUMN["size"]]), int(record["size"]), "ok", digest)
+    return placed_report(record, [kept[c] for c in REPORT_COLUMNS[COLUMN["title"]:COLUMN["size"]]], "ok", digest)
 
 
 STAGE = Stage(
