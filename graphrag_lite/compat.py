@@ -165,16 +165,19 @@ def _unless_empty(data: dict[str, Any], section: str) -> None:
 
 
 def _embedded_names(data: dict[str, Any], notes: list[str]) -> None:
-    """embed_text.names: the tables made here get vectors as listed (the names are the same); the others noted."""
+    """embed_text.names: the tables made here get vectors as listed (the same names; GraphRAG 1.x wrote them
+    with a dot, entity.description); the others are noted, with what that means."""
     from graphrag_lite.config import VECTOR_TABLES
 
     section = data.get("embed_text")
     if not isinstance(section, dict) or not isinstance(section.get("names"), list):
         return
-    other = [str(name) for name in section["names"] if name not in VECTOR_TABLES]
-    section["names"] = [name for name in section["names"] if name in VECTOR_TABLES]
+    names = [str(name).replace(".", "_") for name in section["names"]]
+    other = [str(name) for name, ours in zip(section["names"], names, strict=True) if ours not in VECTOR_TABLES]
+    section["names"] = [name for name in names if name in VECTOR_TABLES]
     if other:
-        notes.append(f"embed_text.names: {', '.join(other)} ignored (the tables made here: {', '.join(VECTOR_TABLES)})")
+        notes.append(f"embed_text.names: {', '.join(other)} ignored (not made here; vectors go to "
+                     f"{', '.join(section['names']) or 'no table'} of {', '.join(VECTOR_TABLES)})")
 
 
 def _sections(data: dict[str, Any], notes: list[str], chat: str | None, embedding: str | None) -> None:

@@ -115,7 +115,7 @@ def test_what_a_batch_does_not_answer_goes_online(tmp_path, online, faults):
     assert result.exit_code == 0, result.output
     counts = stats(root)["batch"]
     batched, sent_online = (sum(s.get(k, 0) for s in counts.values()) for k in ("batched", "online"))
-    assert f"{batched:,} calls answered by batch" in result.output and f"; {sent_online:,} went online" in result.output
+    assert f"{batched:,} calls answered by batch" in result.output and f"; {sent_online:,} chat call" in result.output
     if faults == "batch_invalid=0.3":  # every batch answered, some not usably: corrected online, as any answer
         assert batched > 0 and sent_online == 0 and STATS.completions > 0
     else:  # failed requests, or a batch that expired (half answered) or failed (none answered)

@@ -93,11 +93,14 @@ def test_embed_text_names_choose_the_tables_with_vectors(novella, tmp_path):
     result = index(root, "--set", "embed_text.names=[entity_description]")
     assert result.exit_code == 0, result.output
     assert db.open_table("text_unit_text").schema.names == ["id", "text"]
-    answer = CliRunner().invoke(app, ["query", "basic", "Who is Alex Mercer?", "--root", str(root), "--no-model",
-                                      "--json"], catch_exceptions=False)
+    answer = CliRunner().invoke(app, ["query", "basic", "Who is Alex Mercer?", "--root", str(root), "--json"],
+                                catch_exceptions=False)
     assert answer.exit_code == 0, answer.output
-    sources = json.loads(answer.output)["context"]["Sources"]
-    assert sources and all("Mercer" in row["text"] for row in sources)  # found by keywords alone
+    found = json.loads(answer.output)
+    assert found["context"]["Sources"] and all("Mercer" in row["text"] for row in found["context"]["Sources"])
+    assert found["problems"] == ["text_unit_text: no vectors in this index (embed_text.names), searched by keywords "
+                                 "only; add it to embed_text.names and run `graphrag-lite index` to search by "
+                                 "meaning too"]
 
 
 def test_embedding_model_mismatch_says_how_to_re_embed(novella):

@@ -616,8 +616,8 @@ def describe_run(counts: dict[str, dict[str, int]]) -> str:
         total.update(stage)
     reattached = f", {total['reattached']} re-attached" if total["reattached"] else ""
     return (f"Batch mode: {counted(total['batched'], 'call')} answered by batch ({counted(total['sent'], 'batch')} "
-            f"sent{reattached}) at the batch price; {total['online']:,} went online (failed in their batch, or a model "
-            "without a batch API)")
+            f"sent{reattached}) at the batch price; {counted(total['online'], 'chat call')} went online (failed in "
+            "their batch, or a model without a batch API); embeddings always go online")
 
 
 def counted(n: int, thing: str) -> str:

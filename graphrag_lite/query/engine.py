@@ -154,6 +154,7 @@ class GraphRAG:
         result.sections = [asdict(s) for s in context.sections]
         result.rounds = [asdict(r) for r in rounds]
         result.problems += [p for r in rounds for p in r.problems]
+        result.problems += self._keyword_only(cfg.embedding_model_id, ("entity_description", "text_unit_text"))
         return result
 
     async def alocal_context(self, question: str, community_level: int = 2) -> LocalContext:
@@ -241,8 +242,10 @@ class GraphRAG:
         cfg = self.config.basic_search
         sources = await self.abasic_context(question)
         prompt = section_prompt(cfg, required=("context_data",))
-        return await self._answer("basic", question, cfg.chat_model_id, prompt, [sources], response_type, on_piece,
-                                  budgets={"Sources": cfg.max_context_tokens})
+        result = await self._answer("basic", question, cfg.chat_model_id, prompt, [sources], response_type, on_piece,
+                                    budgets={"Sources": cfg.max_context_tokens})
+        result.problems += self._keyword_only(cfg.embedding_model_id, ("text_unit_text",))
+        return result
 
     async def abasic_context(self, question: str) -> ContextTable:
         """The `basic_search.k` text units most similar to the question (vector and keyword search fused),
@@ -399,6 +402,15 @@ class GraphRAG:
     def _vectors(self) -> set[str]:
         """The LanceDB tables with vectors (embed_text.names; an index from before that setting has them in all)."""
         return set(self._manifest.get("vectors", TABLES)) if self._manifest.get("model") else set()
+
+    def _keyword_only(self, embedding_model_id: str | None, tables: tuple[str, ...]) -> list[str]:
+        """A search meant to match by meaning too, on tables of an index that has no vectors for them: say so."""
+        plain = [t for t in tables if t not in self._vectors()]
+        if not embedding_model_id or not plain or not self._manifest.get("model"):
+            return []
+        return [f"{', '.join(plain)}: no vectors in this index (embed_text.names), searched by keywords only; add "
+                f"{'it' if len(plain) == 1 else 'them'} to embed_text.names and run `graphrag-lite index` to search "
+                "by meaning too"]
 
     def _nearest(self, table: str, vector: list[float], limit: int) -> list[str]:
         return by_vector(self._database, table, vector, limit) if table in self._vectors() else []
