@@ -70,7 +70,7 @@ def gleaning_estimate(stage: str, model_id: str, prompts_tokens: list[int], text
                         extra_calls=pending * (max_gleanings + max(0, max_gleanings - 1)),
                         prompt_tokens=prompt_tokens, completion_tokens=completion, extra_prompt_tokens=extra_prompt,
                         note=f"one call per text unit, then up to {max_gleanings} gleaning(s) each"
-                             + (f"; {cached} text units answered from the cache" if cached else "")
+                             + (f"; {cached} more text units answered from the cache" if cached else "")
                              + (f"; {pending - calls} of them need only their gleanings" if pending > calls else ""))
 
 

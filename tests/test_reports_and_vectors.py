@@ -79,7 +79,9 @@ def test_embed_text_names_choose_the_tables_with_vectors(novella, tmp_path):
 
     root = tmp_path / "copy"
     shutil.copytree(novella, root)
-    assert index(root).exit_code == 0  # the copy's own LanceDB (the manifest names the original's)
+    assert index(root).exit_code == 0
+    copied = json.loads((root / "output" / "stats.json").read_text(encoding="utf-8"))["stages"]["embed_text"]
+    assert not any(t["rebuilt"] or t["added"] for t in copied["details"].values())  # a copied project keeps its vectors
     reports = table(root, "community_reports")
     result = index(root, "--set", "embed_text.names=[entity_description, text_unit_text, community_full_content]")
     assert result.exit_code == 0, result.output

@@ -13,6 +13,7 @@ rebuilt and re-embedded: vectors of two models are never mixed in one index.
 from __future__ import annotations
 
 import hashlib
+import os
 from typing import Any
 
 import pandas as pd
@@ -40,7 +41,7 @@ def run(ctx: StageContext) -> StageResult:
     model = ctx.config.models[cfg.model_id].model if cfg.model_id else None
     vectorized = vector_tables(ctx.config)
     manifest = read_manifest(ctx.config.output.base_dir)
-    dimension = reusable_dimension(manifest, model, ctx.config.vector_store.db_uri)
+    dimension = reusable_dimension(manifest, ctx.config)
     updates = plan(db, contents, dimension, vectorized, rebuild=model is not None and dimension is None)
     vectors = embed_added(ctx, contents, updates, {}, dimension, vectorized)
     fresh = next((len(v[0]) for v in vectors.values() if v), None)
@@ -57,8 +58,8 @@ def run(ctx: StageContext) -> StageResult:
     counts = {name: len(contents[name][0]) for name in TABLES}
     first = manifest is None
     write_json(ctx.config.output.base_dir / MANIFEST,
-               {"model": model, "dimension": dimension, "db_uri": ctx.config.vector_store.db_uri, "tables": counts,
-                "vectors": vectorized})
+               {"model": model, "dimension": dimension, "db_uri": ctx.config.vector_store.db_uri,
+                "db_uri_from_output": from_output(ctx.config), "tables": counts, "vectors": vectorized})
     what = (f"vectors of {', '.join(vectorized)} ({model}, {dimension} dimensions), full-text indexes of all"
             if vectorized else "full-text indexes only")
     return StageResult(
@@ -80,8 +81,7 @@ def estimate(ctx: StageContext) -> CallEstimate | None:
         return None
     contents = texts_for(ctx.read("entities"), ctx.read("text_units"), ctx.read("community_reports"))
     vectorized = vector_tables(ctx.config)
-    dimension = reusable_dimension(read_manifest(ctx.config.output.base_dir), ctx.config.models[cfg.model_id].model,
-                                   ctx.config.vector_store.db_uri)
+    dimension = reusable_dimension(read_manifest(ctx.config.output.base_dir), ctx.config)
     updates = plan(connect(ctx.config.vector_store.db_uri), contents, dimension, vectorized, rebuild=dimension is None)
     texts = list(dict.fromkeys(contents[n][1][k] for n in vectorized for k in updates[n].add))
     calls, tokens = ctx.llm.embedding_estimate(cfg.model_id, texts, cfg.batch_size, cfg.batch_max_tokens)
@@ -90,12 +90,22 @@ def estimate(ctx: StageContext) -> CallEstimate | None:
                         note=f"{len(texts)} new or changed texts of {', '.join(vectorized)}")
 
 
-def reusable_dimension(manifest: dict[str, Any] | None, model: str | None, db_uri: str) -> int | None:
+def reusable_dimension(manifest: dict[str, Any] | None, config: GraphRagConfig) -> int | None:
     """The dimension of the stored vectors when they can be kept: the manifest names this embedding model and
-    this LanceDB; None otherwise (and always without a model: the tables then have no vectors)."""
-    if model is None or manifest is None or manifest.get("model") != model or manifest.get("db_uri") != db_uri:
+    this LanceDB (by its place, or by where it lies from the output folder: a project moved or copied whole
+    keeps its vectors); None otherwise (and always without a model: the tables then have no vectors)."""
+    model_id = config.embed_text.model_id
+    if model_id is None or manifest is None or manifest.get("model") != config.models[model_id].model:
         return None
-    return manifest.get("dimension")
+    here = from_output(config)
+    same = manifest.get("db_uri") == config.vector_store.db_uri or (here and manifest.get("db_uri_from_output") == here)
+    return manifest.get("dimension") if same else None
+
+
+def from_output(config: GraphRagConfig) -> str | None:
+    """Where a local LanceDB lies from the output folder (None for a remote one)."""
+    uri = config.vector_store.db_uri
+    return None if "://" in uri else os.path.relpath(uri, config.output.base_dir)
 
 
 def plan(db: Any, contents: dict[str, tuple[list, list]], dimension: int | None, vectorized: list[str],
