@@ -2,7 +2,7 @@
 unit length, on a real model.
 
     .venv/bin/python bench/gleaning_modes.py --model openai/qwen --api-base http://127.0.0.1:8090/v1 \
-        --api-key sk-local [--short 5 --long 5] [--keep DIR]
+        --api-key sk-local [--short 5 --long 5] [--format auto|json|tuples] [--keep DIR]
 
 The text units are the openings of the GraphRAG paper's podcast transcripts, one per episode: `--short` of
 about 150 tokens (a chunk tail's size) and `--long` of about 600. Each mode indexes them with extract_graph
@@ -62,7 +62,7 @@ def index(root: Path, cache: Path, documents: list[tuple[str, str]], args: argpa
     settings = {"models": {"default_chat_model": {"model": args.model, "api_base": args.api_base,
                                                   "api_key": args.api_key, "concurrency": 1, "timeout": 900}},
                 "chunking": {"size": 1200}, "cache": {"base_dir": str(cache)},
-                "extract_graph": {"max_gleanings": 1, **extract}}
+                "extract_graph": {"max_gleanings": 1, "format": args.format, **extract}}
     (root / "settings.yaml").write_text(yaml.safe_dump(settings), encoding="utf-8")
     done = subprocess.run([sys.executable, "-m", "graphrag_lite", "index", "--root", str(root), "--method",
                            str(root / "extract.yaml"), "--quiet"], capture_output=True, text=True)
@@ -109,6 +109,8 @@ def main() -> None:
     parser.add_argument("--api-key", default="sk-local")
     parser.add_argument("--short", type=int, default=5)
     parser.add_argument("--long", type=int, default=5)
+    parser.add_argument("--format", choices=("auto", "json", "tuples"), default="auto",
+                        help="extract_graph.format (tuples: Microsoft GraphRAG's prompt)")
     parser.add_argument("--keep", type=Path, help="keep the projects and their cache in this folder")
     args = parser.parse_args()
     documents = openings(args.short, args.long)
