@@ -308,8 +308,9 @@ def show(
         store = OutputStore(cfg.output.base_dir)
         names = [*INDEX_TABLES, "entity_aliases"]
         present = [n for n in names if store.has(n)]
-        if not present:
-            raise MissingIndex(f"no index in {store.base_dir}; build it with `{index_command(cfg.root_dir)}`")
+        if "entities" not in present:  # a dry run, or a run stopped early, leaves its first tables only
+            so_far = f" (only {', '.join(present)} so far)" if present else ""
+            raise MissingIndex(f"no index in {store.base_dir}{so_far}; build it with `{index_command(cfg.root_dir)}`")
         console.print(f"Index in {store.base_dir}: " + ", ".join(f"{n} {len(store.read(n)):,}" for n in present),
                       highlight=False)
         if store.has("entities"):

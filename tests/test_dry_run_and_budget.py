@@ -114,3 +114,11 @@ def test_a_dry_run_counts_the_calls_other_settings_add_to_a_cached_index(tmp_pat
     assert index(root, *reports).exit_code == 0
     made = stats(root)["stages"]["embed_text"]["llm"]
     assert (made["calls"] - made["cache_hits"], made["prompt_tokens"]) == (embed["calls"], embed["prompt_tokens"])
+
+
+def test_after_a_dry_run_in_a_new_folder_show_says_there_is_no_index_yet(tmp_path):
+    root = make_project(tmp_path, [DULCE])
+    assert index(root, "--dry-run").exit_code == 0
+    shown = CliRunner().invoke(app, ["show", "--root", str(root)])
+    assert shown.exit_code == 2 and "no index in" in shown.output and "(only documents" in shown.output, shown.output
+    assert "graphrag-lite index --root" in shown.output
