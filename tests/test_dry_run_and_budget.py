@@ -105,6 +105,10 @@ def test_a_dry_run_counts_the_calls_other_settings_add_to_a_cached_index(tmp_pat
     assert index(root, *history).exit_code == 0
     made = stats(root)["stages"]["extract_graph"]["llm"]
     assert made["calls"] - made["cache_hits"] == 5
+    # a setting that makes the stage run again but asks nothing new: every call, gleanings too, is cached
+    assert index(root, "--dry-run", *history, "--set", "extract_graph.require_grounding=false").exit_code == 0
+    again = json.loads((root / "output" / "dry_run.json").read_text())["extract_graph"]
+    assert (again["calls"], again["up_to_extra_calls"], again["estimated_cost_usd"]) == (0, 0, 0)
 
     reports = ["--set", "embed_text.names=[entity_description, text_unit_text, community_full_content]", *history]
     dry = index(root, "--dry-run", *reports)

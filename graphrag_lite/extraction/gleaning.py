@@ -170,7 +170,12 @@ def answered_units(gateway: Gateway, request: ExtractionRequest, texts: list[str
         if answer is None or request.max_gleanings == 0:
             found.append((answer is not None, None if answer is None else count_tokens(answer)))
             continue
-        asked = follow_up(request, [*history, {"role": "assistant", "content": answer}], request.parse(answer),
+        try:
+            parsed = request.parse(answer)
+        except ParseError:  # a run would not use it either, and would ask again
+            found.append((False, None))
+            continue
+        asked = follow_up(request, [*history, {"role": "assistant", "content": answer}], parsed,
                           gleaning_prompt(request))
         gleaned = gateway.cached_answer(request.model_id, asked, request.json_mode, request.max_tokens)
         found.append((gleaned is not None, count_tokens(answer)))
