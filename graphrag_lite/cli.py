@@ -566,10 +566,10 @@ def print_estimates(estimates: dict[str, Any], batch: bool = False) -> None:
     console.print(table)
     gleaning = any(found.get("up_to_extra_calls") for found in estimates.values())
     if gleaning:
-        console.print("'+ ≤N' calls: gleanings and their yes/no checks, made only while the model keeps finding "
-                      "more; '+ ~N' prompt tokens: theirs, estimated (a gleaning resends the names found, or with "
-                      "gleaning: history the model's answers). First calls and their prompt tokens are counted; "
-                      "completion tokens are estimated.", highlight=False)
+        console.print("'+ ≤N' calls: gleanings (from the second on, each after a yes/no check), made only while "
+                      "the model keeps finding more; '+ ~N' prompt tokens: theirs, estimated (a gleaning resends the "
+                      "names found, or with gleaning: history the model's answers). First calls and their prompt "
+                      "tokens are counted; completion tokens are estimated.", highlight=False)
     if unchanged:
         console.print(f"Unchanged since the last run, so skipped with no call: {', '.join(unchanged)}")
     if unknown:

@@ -176,8 +176,8 @@ def _embedded_names(data: dict[str, Any], notes: list[str]) -> None:
     other = [str(name) for name, ours in zip(section["names"], names, strict=True) if ours not in VECTOR_TABLES]
     section["names"] = [name for name in names if name in VECTOR_TABLES]
     if other:
-        notes.append(f"embed_text.names: {', '.join(other)} ignored (not made here; vectors go to "
-                     f"{', '.join(section['names']) or 'no table'} of {', '.join(VECTOR_TABLES)})")
+        notes.append(f"embed_text.names: {', '.join(other)} ignored (the tables here are {', '.join(VECTOR_TABLES)}; "
+                     f"vectors go to {', '.join(section['names']) or 'none of them'})")
 
 
 def _sections(data: dict[str, Any], notes: list[str], chat: str | None, embedding: str | None) -> None:

@@ -320,17 +320,48 @@ def _pipeline_path(name_or_path: str, root: Path | None) -> Path:
 def dry_run(config: GraphRagConfig, pipeline: Pipeline, console: Console, use_cache: bool = True) -> dict[str, Any]:
     """Estimate the model calls of every stage without making one. Stages that need no model run for real
     (they give the counts: documents, text units): in the output folder when it holds no index yet (the real
-    run then reuses them), else in a scratch copy of it, so an index is left exactly as it was. Model stages
-    are estimated from their inputs (calls the answer cache holds are free, unless `use_cache` is off); stages
-    that need a model stage's answers are listed as not estimable.
+    run then reuses them), else in a scratch copy of it, so an index is left exactly as it was. Then, as a
+    real run does, the stages whose inputs came out the same are unchanged (a touched or copied input file
+    changes nothing). Model stages are estimated from their inputs (calls the answer cache holds are free,
+    unless `use_cache` is off); stages that need a model stage's answers are listed as not estimable.
     The estimates are written to OUTPUT/dry_run.json."""
     count_with(config.chunking.encoding_model)
+    # an index already there keeps its tables as they were; a new output folder keeps what the dry run did
+    with scratch_copy(config) if read_state(config.output.base_dir) else contextlib.nullcontext(config) as trial:
+        store = OutputStore(trial.output.base_dir)
+        unchanged = -1
+        while True:  # until running the model-free stages finds no more of the index unchanged
+            state = read_state(store.base_dir)
+            # judged with the real settings: a real run's fingerprints, and the index's own LanceDB
+            found = reusable_prefix(pipeline, config, store, state, len(pipeline.stages)) if state else 0
+            estimates, model_free = _dry_plan(pipeline, trial, found)
+            if not model_free or found == unchanged:
+                break
+            run_pipeline(trial, Pipeline(pipeline.name, pipeline.description, model_free), console, brief=True)
+            unchanged = found
+        # estimated from the tables the dry run has, with the real settings: the index's own LanceDB and
+        # embeddings manifest (read only), which a real run would update
+        models = ModelAccess(config, use_cache=use_cache)
+        progress = Progress(console=console, disable=True)
+        for stage in pipeline.stages:
+            if stage.name in estimates and estimates[stage.name] is None:
+                if stage.estimate is None:  # it will call a model, how often only its run can tell
+                    estimates[stage.name] = {"note": "will call the model: not estimable before it runs"}
+                    continue
+                estimated = stage.estimate(StageContext(config, store, progress, stage, models))
+                estimates[stage.name] = estimated.as_dict(config) if estimated else {
+                    "note": "makes no model calls as configured"}
+    config.output.base_dir.mkdir(parents=True, exist_ok=True)
+    write_json(config.output.base_dir / "dry_run.json", estimates)
+    return estimates
+
+
+def _dry_plan(pipeline: Pipeline, config: GraphRagConfig, unchanged: int) -> tuple[dict[str, Any], list[Stage]]:
+    """What a dry run says of each stage after the first `unchanged` (None: to estimate), and the model-free
+    stages it runs for real (those whose inputs need no model answer)."""
     pending: set[str] = set()  # tables that only model answers would produce
     model_free: list[Stage] = []
     estimates: dict[str, Any] = {}
-    store = OutputStore(config.output.base_dir)
-    state = read_state(store.base_dir)
-    unchanged = reusable_prefix(pipeline, config, store, state, len(pipeline.stages)) if state else 0
     for position, stage in enumerate(pipeline.stages):
         if position < unchanged:  # a real run would skip it: it calls nothing
             estimates[stage.name] = {"note": "unchanged since the last run: skipped, no calls"}
@@ -343,25 +374,7 @@ def dry_run(config: GraphRagConfig, pipeline: Pipeline, console: Console, use_ca
             estimates[stage.name] = None
         else:
             model_free.append(stage)
-    # an index already there keeps its tables as they were; a new output folder keeps what the dry run did
-    with scratch_copy(config) if state else contextlib.nullcontext(config) as trial:
-        if model_free:
-            run_pipeline(trial, Pipeline(pipeline.name, pipeline.description, model_free), console, brief=True)
-        store = OutputStore(trial.output.base_dir)
-        models = ModelAccess(trial, use_cache=use_cache)
-        progress = Progress(console=console, disable=True)
-        for stage in pipeline.stages:
-            if stage.name in estimates and estimates[stage.name] is None:
-                context = StageContext(trial, store, progress, stage, models)
-                if stage.estimate is None:  # it will call a model, how often only its run can tell
-                    estimates[stage.name] = {"note": "will call the model: not estimable before it runs"}
-                    continue
-                found = stage.estimate(context)
-                estimates[stage.name] = found.as_dict(trial) if found else {"note": "makes no model calls as "
-                                                                                   "configured"}
-    config.output.base_dir.mkdir(parents=True, exist_ok=True)
-    write_json(config.output.base_dir / "dry_run.json", estimates)
-    return estimates
+    return estimates, model_free
 
 
 @contextlib.contextmanager

@@ -105,12 +105,20 @@ def test_a_dry_run_counts_the_calls_other_settings_add_to_a_cached_index(tmp_pat
     assert index(root, *history).exit_code == 0
     made = stats(root)["stages"]["extract_graph"]["llm"]
     assert made["calls"] - made["cache_hits"] == 5
+    # a second gleaning: the cached first one is followed by a yes/no check the cache does not hold
+    more = [*history, "--set", "extract_graph.max_gleanings=2"]
+    assert index(root, "--dry-run", *more).exit_code == 0
+    second = json.loads((root / "output" / "dry_run.json").read_text())["extract_graph"]
+    assert second["calls"] == 0 and second["up_to_extra_calls"] == 15 and second["estimated_cost_usd"] > 0
+    assert index(root, *more).exit_code == 0
+    made = stats(root)["stages"]["extract_graph"]["llm"]
+    assert 5 <= made["calls"] - made["cache_hits"] <= 15
     # a setting that makes the stage run again but asks nothing new: every call, gleanings too, is cached
-    assert index(root, "--dry-run", *history, "--set", "extract_graph.require_grounding=false").exit_code == 0
+    assert index(root, "--dry-run", *more, "--set", "extract_graph.require_grounding=false").exit_code == 0
     again = json.loads((root / "output" / "dry_run.json").read_text())["extract_graph"]
     assert (again["calls"], again["up_to_extra_calls"], again["estimated_cost_usd"]) == (0, 0, 0)
 
-    reports = ["--set", "embed_text.names=[entity_description, text_unit_text, community_full_content]", *history]
+    reports = ["--set", "embed_text.names=[entity_description, text_unit_text, community_full_content]", *more]
     dry = index(root, "--dry-run", *reports)
     assert dry.exit_code == 0 and "Not estimable" not in dry.output, dry.output
     embed = json.loads((root / "output" / "dry_run.json").read_text())["embed_text"]
@@ -126,3 +134,25 @@ def test_after_a_dry_run_in_a_new_folder_show_says_there_is_no_index_yet(tmp_pat
     shown = CliRunner().invoke(app, ["show", "--root", str(root)])
     assert shown.exit_code == 2 and "no index in" in shown.output and "(only documents" in shown.output, shown.output
     assert "graphrag-lite index --root" in shown.output
+
+
+def test_a_dry_run_in_a_copied_project_finds_the_index_unchanged_as_the_real_run_does(tmp_path):
+    """In a copy, the input files' paths differ, so documents are read again; they come out the same, and the
+    real run skips every later stage: so does the dry run (it judges them by what the stages it ran gave)."""
+    import shutil
+
+    original = make_project(tmp_path / "original", [DULCE])
+    assert index(original).exit_code == 0
+    root = tmp_path / "copy"
+    shutil.copytree(original, root)
+    shutil.rmtree(root / "cache")  # nothing may come from answers: the real run below must call no model
+    assert index(root, "--dry-run").exit_code == 0
+    estimates = json.loads((root / "output" / "dry_run.json").read_text())
+    model_stages = ("extract_graph", "extract_claims", "summarize_descriptions", "community_reports")
+    assert all(estimates[s]["note"].startswith("unchanged") for s in model_stages), estimates
+    # embed_text runs again (its settings name the LanceDB by its absolute place) but finds every row kept
+    assert estimates["embed_text"].get("calls", 0) == 0, estimates["embed_text"]
+    assert index(root).exit_code == 0
+    ran = {name: stage for name, stage in stats(root)["stages"].items() if stage["status"] != "unchanged, reused"}
+    assert set(ran) <= {"load_documents", "chunk_text", "embed_text"}, ran
+    assert not any((stage.get("llm") or {}).get("calls") for stage in ran.values()), ran

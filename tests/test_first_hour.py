@@ -170,8 +170,8 @@ def test_graphrag_embed_text_names_choose_our_vector_tables_and_the_others_are_n
                                                       "community.full_content"]}})
     assert data["embed_text"]["names"] == ["entity_description", "community_full_content"]  # 1.x: with a dot
     assert [n for n in notes if n.startswith("embed_text.names")] == [
-        "embed_text.names: relationship_description ignored (not made here; vectors go to entity_description, "
-        "community_full_content of entity_description, text_unit_text, community_full_content)"]
+        "embed_text.names: relationship_description ignored (the tables here are entity_description, "
+        "text_unit_text, community_full_content; vectors go to entity_description, community_full_content)"]
 
 
 def test_a_key_graphrag_does_not_have_either_is_still_an_error_and_blob_storage_is_refused(tmp_path: Path):

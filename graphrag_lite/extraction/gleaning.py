@@ -161,25 +161,38 @@ def first_messages(request: ExtractionRequest, text: str) -> list[dict[str, str]
 
 def answered_units(gateway: Gateway, request: ExtractionRequest, texts: list[str]) -> list[tuple[bool, int | None]]:
     """Per text, what the cache already holds (an update, or a run with other gleaning settings, re-sends
-    only the rest): whether its gleaning calls are answered too, and the tokens of its first answer when that
-    one is (None when not)."""
-    found = []
-    for text in texts:
-        history = first_messages(request, text)
-        answer = gateway.cached_answer(request.model_id, history, request.json_mode, request.max_tokens)
-        if answer is None or request.max_gleanings == 0:
-            found.append((answer is not None, None if answer is None else count_tokens(answer)))
-            continue
-        try:
-            parsed = request.parse(answer)
-        except ParseError:  # a run would not use it either, and would ask again
-            found.append((False, None))
-            continue
-        asked = follow_up(request, [*history, {"role": "assistant", "content": answer}], parsed,
-                          gleaning_prompt(request))
-        gleaned = gateway.cached_answer(request.model_id, asked, request.json_mode, request.max_tokens)
-        found.append((gleaned is not None, count_tokens(answer)))
-    return found
+    only the rest): whether all of its calls are answered, and the tokens of its first answer when that one
+    is (None when not)."""
+    return [_cached_calls(gateway, request, text) for text in texts]
+
+
+def _cached_calls(gateway: Gateway, request: ExtractionRequest, text: str) -> tuple[bool, int | None]:
+    """One unit's calls, followed through the cache as `extract_with_gleaning` would make them."""
+    history = first_messages(request, text)
+    answer = gateway.cached_answer(request.model_id, history, request.json_mode, request.max_tokens)
+    try:
+        parsed = request.parse(answer) if answer is not None else None
+    except ParseError:  # a run would not use it either, and would ask again
+        parsed = None
+    if answer is None or parsed is None:
+        return False, None
+    history.append({"role": "assistant", "content": answer})
+    for gleaning in range(request.max_gleanings):
+        asked = follow_up(request, history, parsed, gleaning_prompt(request))
+        more = gateway.cached_answer(request.model_id, asked, request.json_mode, request.max_tokens)
+        if more is None:
+            return False, count_tokens(answer)
+        parsed.extend(request.parse(more))
+        if not request.compact:
+            history = [*asked, {"role": "assistant", "content": more}]
+        if gleaning < request.max_gleanings - 1:
+            check = gateway.cached_answer(request.model_id, follow_up(request, history, parsed, LOOP_CHECK),
+                                          max_tokens=request.max_tokens)
+            if check is None:
+                return False, count_tokens(answer)
+            if not yes_or_no(check):
+                break
+    return True, count_tokens(answer)
 
 
 def extraction_estimate(gateway: Gateway, request: ExtractionRequest, units: pd.DataFrame, continue_tokens: int

@@ -363,14 +363,14 @@ class Gateway:
         return [v for v in vectors if v is not None]
 
     def embedding_estimate(self, model_id: str, texts: Sequence[str], batch_size: int = EMBEDDING_BATCH[0],
-                           batch_max_tokens: int = EMBEDDING_BATCH[1]) -> tuple[int, int]:
-        """For a dry run: the calls and tokens `embed` would send for `texts` (cached vectors are free)."""
+                           batch_max_tokens: int = EMBEDDING_BATCH[1]) -> tuple[int, int, int]:
+        """For a dry run: the calls, texts and tokens `embed` would send for `texts` (cached vectors are free)."""
         model = self._model(model_id)
         args = dict(model.call_args)
         missing = [t for t in texts if self.cache is None or self.cache.get(self._key("embedding", model, t, args))
                    is None]
         batches = _batches(missing, batch_size, batch_max_tokens)
-        return len(batches), sum(tokens for _, tokens in batches)
+        return len(batches), len(missing), sum(tokens for _, tokens in batches)
 
     async def _embed_missing(self, model_id: str, model: ModelConfig, texts: Sequence[str],
                              vectors: list[list[float] | None], keys: list[str], stage: str, batch_size: int,

@@ -84,10 +84,11 @@ def estimate(ctx: StageContext) -> CallEstimate | None:
     dimension = reusable_dimension(read_manifest(ctx.config.output.base_dir), ctx.config)
     updates = plan(connect(ctx.config.vector_store.db_uri), contents, dimension, vectorized, rebuild=dimension is None)
     texts = list(dict.fromkeys(contents[n][1][k] for n in vectorized for k in updates[n].add))
-    calls, tokens = ctx.llm.embedding_estimate(cfg.model_id, texts, cfg.batch_size, cfg.batch_max_tokens)
+    calls, sent, tokens = ctx.llm.embedding_estimate(cfg.model_id, texts, cfg.batch_size, cfg.batch_max_tokens)
     return CallEstimate(stage="embed_text", model_id=cfg.model_id, calls=calls, extra_calls=0, prompt_tokens=tokens,
                         completion_tokens=0, extra_prompt_tokens=0,
-                        note=f"{len(texts)} new or changed texts of {', '.join(vectorized)}")
+                        note=f"{len(texts)} new or changed texts of {', '.join(vectorized)}, {sent} of them not in "
+                             "the answer cache")
 
 
 def reusable_dimension(manifest: dict[str, Any] | None, config: GraphRagConfig) -> int | None:
