@@ -398,7 +398,7 @@ def print_compat_notes(config: GraphRagConfig, console: Console) -> None:
     """Once per command: a Microsoft GraphRAG settings file's keys that are accepted but ignored, and why."""
     if config.compat_notes:
         console.print(f"[yellow]note:[/yellow] a Microsoft GraphRAG settings file, read as graphrag-lite settings; "
-                      f"{len(config.compat_notes)} of its keys are ignored here:", highlight=False)
+                      f"{len(config.compat_notes)} of its keys are ignored or read otherwise here:", highlight=False)
         for note in config.compat_notes:
             console.print(f"  {note}", highlight=False, markup=False)
 
