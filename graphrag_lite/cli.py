@@ -609,7 +609,7 @@ def _query(method: str, question: str, root: Path, config: Path | None, set_: li
 
     def run() -> None:
         rag = GraphRAG.from_config(root, config, overrides, use_cache=not no_cache)
-        print_compat_notes(rag.config, errors)
+        print_compat_notes(rag.config, errors, brief=True)
         options: dict[str, Any] = {"response_type": response_type}
         if community_level is not None:
             options["community_level"] = community_level

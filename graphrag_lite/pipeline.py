@@ -326,6 +326,7 @@ def dry_run(config: GraphRagConfig, pipeline: Pipeline, console: Console, use_ca
     unless `use_cache` is off); stages that need a model stage's answers are listed as not estimable.
     The estimates are written to OUTPUT/dry_run.json."""
     count_with(config.chunking.encoding_model)
+    print_compat_notes(config, console)
     # an index already there keeps its tables as they were; a new output folder keeps what the dry run did
     with scratch_copy(config) if read_state(config.output.base_dir) else contextlib.nullcontext(config) as trial:
         store = OutputStore(trial.output.base_dir)
@@ -337,7 +338,8 @@ def dry_run(config: GraphRagConfig, pipeline: Pipeline, console: Console, use_ca
             estimates, model_free = _dry_plan(pipeline, trial, found)
             if not model_free or found == unchanged:
                 break
-            run_pipeline(trial, Pipeline(pipeline.name, pipeline.description, model_free), console, brief=True)
+            run_pipeline(trial.model_copy(update={"compat_notes": []}),  # printed above, once
+                         Pipeline(pipeline.name, pipeline.description, model_free), console, brief=True)
             unchanged = found
         # estimated from the tables the dry run has, with the real settings: the index's own LanceDB and
         # embeddings manifest (read only), which a real run would update
@@ -394,12 +396,14 @@ def scratch_copy(config: GraphRagConfig) -> Iterator[GraphRagConfig]:
             if table.is_file():
                 link_or_copy(table, trial.output.base_dir / table.name)
         yield trial
-def print_compat_notes(config: GraphRagConfig, console: Console) -> None:
-    """Once per command: a Microsoft GraphRAG settings file's keys that are accepted but ignored, and why."""
+def print_compat_notes(config: GraphRagConfig, console: Console, brief: bool = False) -> None:
+    """Once per command: a Microsoft GraphRAG settings file's keys that are accepted but ignored, and why
+    (`brief`, for each query: how many, and where the list is)."""
     if config.compat_notes:
         console.print(f"[yellow]note:[/yellow] a Microsoft GraphRAG settings file, read as graphrag-lite settings; "
-                      f"{len(config.compat_notes)} of its keys are ignored or read otherwise here:", highlight=False)
-        for note in config.compat_notes:
+                      f"{len(config.compat_notes)} of its keys are ignored or read otherwise here"
+                      + (" (`graphrag-lite index` lists them as it starts)" if brief else ":"), highlight=False)
+        for note in config.compat_notes if not brief else []:
             console.print(f"  {note}", highlight=False, markup=False)
 
 

@@ -197,8 +197,12 @@ def test_a_graphrag_project_indexes_and_answers_as_it_is(tmp_path: Path, cli):
     built = cli("index", "--root", root)
     assert built.exit_code == 0, built.output
     assert "a Microsoft GraphRAG settings file, read as graphrag-lite settings" in built.output
+    dry = cli("index", "--root", root, "--dry-run")  # nothing to run: the notes are still given, once
+    assert dry.exit_code == 0 and dry.output.count("a Microsoft GraphRAG settings file") == 1, dry.output
     asked = cli("query", "local", "Who is Agent Alex Mercer?", "--root", root)
     assert asked.exit_code == 0 and "MERCER" in asked.output.upper()
+    assert "keys are ignored or read otherwise here (`graphrag-lite index` lists them as it starts)" in asked.output
+    assert "drift_search" not in asked.output  # the list itself is for index runs, not every question
 
 
 def test_graphrag_command_lines_are_read_as_graphrag_lite_ones():
