@@ -49,6 +49,10 @@ from graphrag_lite.llm.gateway import CALL_STEP
 from graphrag_lite.tokens import count_tokens, get_encoding
 
 TUPLE, RECORD, COMPLETE = "<|>", "##", "<|COMPLETE|>"
+# the longest extraction answer the fake writes for one text unit, in tokens: a real model's answer to a
+# 1,200-token unit is one or two thousand; past this, the fake's rule-found names would make it cut off at
+# extract_graph.max_completion_tokens (8000) on dense text, which no real model would do
+LONGEST_ANSWER = 6000
 FAKE_INPUT_PRICE, FAKE_OUTPUT_PRICE = 0.15e-6, 0.60e-6  # USD per token
 PROVIDER_ENCODING = "o200k_base"  # the provider's own tokenizer, as OpenAI's counts: not the project's setting
 STOPWORDS = frozenset("""a an and the he she it they we i you his her its their our my your this that these those
@@ -503,12 +507,20 @@ def _records_for(names: list[str], found: dict[str, tuple[str, str]]) -> list[st
             for b in inside[i + 1:]:
                 if a in chosen or b in chosen:
                     pairs.setdefault((a, b), []).append(sentence)
-    # like a model, name the strongest few relationships of each entity, not every pair in the text
+    # like a model, name the strongest few relationships of each entity, not every pair in the text, and stop
+    # well before an answer a model would not write for one text unit (the weakest go first)
     ranked = sorted(pairs.items(), key=lambda item: -len(item[1]))[: 3 * len(names)]
-    for (a, b), where in sorted(ranked, key=lambda item: list(pairs).index(item[0])):
-        records.append(f'("relationship"{TUPLE}{a}{TUPLE}{b}{TUPLE}{a.title()} and {b.title()} are mentioned '
-                       f'together: {_clip(where[0])}{TUPLE}{min(10, 2 + 2 * len(where))})')
-    return records
+    written = {pair: f'("relationship"{TUPLE}{pair[0]}{TUPLE}{pair[1]}{TUPLE}{pair[0].title()} and '
+                     f'{pair[1].title()} are mentioned together: {_clip(where[0])}{TUPLE}{min(10, 2 + 2 * len(where))})'
+               for pair, where in ranked}
+    room = LONGEST_ANSWER * 4 - sum(len(r) for r in records)  # about 4 characters a token
+    kept = []
+    for pair, _ in ranked:
+        room -= len(written[pair])
+        if room < 0:
+            break
+        kept.append(pair)
+    return records + [written[pair] for pair in sorted(kept, key=list(pairs).index)]
 
 
 def graph_extraction(first: str, last: str, prior: list[str]) -> str:
