@@ -10,7 +10,6 @@ from graphrag_lite.sample_settings import sample_settings_yaml
 from tests.conftest import REPO, write_settings
 
 
-
 def refusal(root, text: str) -> str:
     """The ConfigError message for settings `text` (they must be refused when they load)."""
     write_settings(root, text)
