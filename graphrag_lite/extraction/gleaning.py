@@ -167,32 +167,42 @@ def answered_units(gateway: Gateway, request: ExtractionRequest, texts: list[str
 
 
 def _cached_calls(gateway: Gateway, request: ExtractionRequest, text: str) -> tuple[bool, int | None]:
-    """One unit's calls, followed through the cache as `extract_with_gleaning` would make them."""
+    """One unit's calls, followed through the cache as `extract_with_gleaning` makes them: whether all are
+    cached, and the tokens of the cached first answer (None when a run would ask for it)."""
     history = first_messages(request, text)
     answer = gateway.cached_answer(request.model_id, history, request.json_mode, request.max_tokens)
-    try:
-        parsed = request.parse(answer) if answer is not None else None
-    except ParseError:  # a run would not use it either, and would ask again
-        parsed = None
-    if answer is None or parsed is None:
+    if answer is None:
         return False, None
-    history.append({"role": "assistant", "content": answer})
+    try:
+        parsed = request.parse(answer)
+    except ParseError:  # a run would not use it either, and would ask again
+        return False, None
+    try:
+        return _gleanings_cached(gateway, request, [*history, {"role": "assistant", "content": answer}],
+                                 parsed), count_tokens(answer)
+    except ParseError:  # a cached follow-up a run would not use either: it asks again
+        return False, count_tokens(answer)
+
+
+def _gleanings_cached(gateway: Gateway, request: ExtractionRequest, history: list[dict[str, str]],
+                      parsed: ParsedReply) -> bool:
     for gleaning in range(request.max_gleanings):
         asked = follow_up(request, history, parsed, gleaning_prompt(request))
         more = gateway.cached_answer(request.model_id, asked, request.json_mode, request.max_tokens)
         if more is None:
-            return False, count_tokens(answer)
+            return False
         parsed.extend(request.parse(more))
         if not request.compact:
             history = [*asked, {"role": "assistant", "content": more}]
-        if gleaning < request.max_gleanings - 1:
-            check = gateway.cached_answer(request.model_id, follow_up(request, history, parsed, LOOP_CHECK),
-                                          max_tokens=request.max_tokens)
-            if check is None:
-                return False, count_tokens(answer)
-            if not yes_or_no(check):
-                break
-    return True, count_tokens(answer)
+        if gleaning == request.max_gleanings - 1:
+            break
+        check = gateway.cached_answer(request.model_id, follow_up(request, history, parsed, LOOP_CHECK),
+                                      max_tokens=request.max_tokens)
+        if check is None:
+            return False
+        if not yes_or_no(check):
+            break
+    return True
 
 
 def extraction_estimate(gateway: Gateway, request: ExtractionRequest, units: pd.DataFrame, continue_tokens: int
