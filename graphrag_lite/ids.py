@@ -12,8 +12,9 @@ def stable_id(kind: str, *parts: object) -> str:
 
 
 def json_digest(payload: object, size: int) -> str:
-    """blake2b of the data's JSON, keys sorted, a Path or date as its text: the stage fingerprints and cache keys
-    on disk (changing the encoding would invalidate them all)."""
+    """blake2b of the data's JSON, keys sorted, a Path or date as its text: stage fingerprints, an experiment's
+    index and evaluation keys, a question set's digest, all kept on disk (changing the encoding would invalidate
+    them). The answer cache's keys are made apart (llm/cache.py) and must stay so."""
     return hashlib.blake2b(json.dumps(payload, sort_keys=True, default=str).encode(), digest_size=size).hexdigest()
 
 

@@ -21,7 +21,8 @@ from graphrag_lite.llm.structured import number_from_text
 # The tables an index is read from, with Microsoft GraphRAG's names and columns (the last two of
 # community_reports are ours: whether the report was written, and what it was written from): one typed row
 # per table, which code that iterates over a table's rows reads (`typed_records`), and from which the
-# schema's kinds are derived (str, int, float, list: a list or array per row, any). Which stage writes
+# schema's kinds are derived (str, int, float, list: a list or array per row, any). A row type's field order
+# is its table's column order on disk, and stages that build rows as tuples follow it. Which stage writes
 # each table: the stage registry (`written_by`).
 
 
@@ -126,11 +127,17 @@ Row = TypeVar("Row")
 
 def _kind(annotation: Any) -> str:
     origin = typing.get_origin(annotation)
-    if origin is not None and origin not in (types.UnionType, typing.Union):
+    if origin in (types.UnionType, typing.Union):  # X | None (a claim's dates): the kind of X
+        [kept] = [a for a in typing.get_args(annotation) if a is not type(None)]
+        return _kind(kept)
+    if origin is not None:
         return "list"
     if annotation is Any:
         return "any"
-    return {int: "int", float: "float"}.get(annotation, "str")  # str, and str | None (a claim's dates)
+    kinds = {str: "str", int: "int", float: "float"}
+    if annotation not in kinds:
+        raise TypeError(f"a table column typed {annotation!r}: the schema has str, int, float, lists and Any")
+    return kinds[annotation]
 
 
 INDEX_TABLES: dict[str, dict[str, str]] = {

@@ -14,8 +14,10 @@ from typer.testing import CliRunner
 from graphrag_lite.cli import app as cli_app
 from graphrag_lite.errors import ConfigError
 from graphrag_lite.llm.fake import STATS
+from graphrag_lite.query.retrieval import by_keywords
 from graphrag_lite.serve.app import MAX_BODY_BYTES, check_binding, create_app
 from graphrag_lite.serve.holder import IndexHolder
+from graphrag_lite.vector_store import connect
 from tests.conftest import DATA, make_project
 
 DOCUMENTS = sorted((DATA / "unrelated-documents").glob("*.txt"))
@@ -207,8 +209,12 @@ def test_a_finished_index_run_is_swapped_in_whole(tmp_path):
         assert old.engine.index.documents.shape[0] == before  # requests holding the old index still see it whole
         # and its LanceDB tables stay at their versions: keyword search finds none of the new text units (an
         # unpinned table would return their ids, which the old tables do not hold)
-        pinned = asyncio.run(old.engines[("basic", True)].abasic_context(TOLD_ONLY_BY_THE_NEW_DOCUMENT))
-        assert set(row["id"] for row in pinned.rows) <= set(old.engine.index.text_units["human_readable_id"])
+        found = by_keywords(old.engines[("basic", True)]._database, "text_unit_text", TOLD_ONLY_BY_THE_NEW_DOCUMENT,
+                            10)
+        assert set(found) <= set(old.engine.index.text_units["id"])
+        latest = by_keywords(connect(old.config.vector_store.db_uri), "text_unit_text", TOLD_ONLY_BY_THE_NEW_DOCUMENT,
+                             10)
+        assert set(latest) - set(old.engine.index.text_units["id"])  # the same search, unpinned, finds new units
         assert asyncio.run(holder.reload_if_changed()) is True
         assert client.get("/stats").json()["index"]["rows"]["documents"] == before + 1
         assert client.get("/health").json()["reloads"] == 1

@@ -91,7 +91,7 @@ def test_an_empty_query_gives_the_highest_degree_entities(index):
         find_entities(index, "alex", limit=0)
 
 
-def test_resolve_entity_by_id_short_id_or_title(index):
+def test_an_entity_is_found_by_id_short_id_or_title(index):
     row = index.entities[index.entities["title"] == "TAYLOR CRUZ"].iloc[0]
     for key in (row["id"], str(row["human_readable_id"]), "taylor cruz", " Taylor  Cruz "):
         assert entity_detail(index, key)["id"] == row["id"], key

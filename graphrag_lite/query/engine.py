@@ -444,7 +444,8 @@ def evidence_answer(tables: list[ContextTable], question: str, per_section: int 
         if not table.rows:
             continue
         shown = table.rows[:per_section]
-        more = f" the first {len(shown)} of {len(table.rows)} (--json lists all)" if table.rows[len(shown):] else ""
+        cut = len(table.rows) > per_section
+        more = f" the first {len(shown)} of {len(table.rows)} (--json lists all)" if cut else ""
         lines.append(f"\n{table.name}:{more}")
         for row in shown:
             label = row.get("entity") or row.get("title") or (f"{row['source']} - {row['target']}"

@@ -90,17 +90,18 @@ def load_index(root: Path, config: Path | None, overrides: list[str]) -> LoadedI
     engines = {}
     for method in METHODS:
         for no_model in (False, True):  # with a model, the base's settings; without, its model settings null
-            engine = base.with_config(GraphRAG.from_config(root, config, [*overrides, *no_model_overrides(method)])
-                                      .config if no_model else base.config)
+            engine = base.with_config(GraphRAG.from_config(
+                root, config, [*overrides, *no_model_overrides(method)]).config) if no_model else base
             engine._database = database  # the pinned tables, shared (a cached_property, set here)
             engine._manifest = base._manifest  # read once: a later run may re-embed with another model
             engines[(method, no_model)] = engine
     base.gateway.ledger.keep_records = False  # a server's calls are counted per request, not kept forever
-    if run_in_progress(output) or index_stamp(output) != stamp:
-        raise IndexChanging(f"an index run wrote to {output} while it was being loaded")
     from graphrag_lite.pipeline import last_run
 
-    return LoadedIndex(base.config, engines, stamp, last_run(output))
+    run = last_run(output)  # read before the check below, so it belongs to the tables loaded
+    if run_in_progress(output) or index_stamp(output) != stamp:
+        raise IndexChanging(f"an index run wrote to {output} while it was being loaded")
+    return LoadedIndex(base.config, engines, stamp, run)
 
 
 class IndexChanging(GraphragLiteError):
