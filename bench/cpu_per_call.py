@@ -203,7 +203,7 @@ def instrument(account: Account, submitted: Counter[str]) -> None:
     import graphrag_lite.pipeline as pipeline
     from graphrag_lite.llm.fake import FakeLLM
 
-    for name in ("chat", "embed", "has_answer"):
+    for name in ("chat", "embed", "cached_answer"):
         setattr(gateway.Gateway, name, charged(account, CALL_PATH, getattr(gateway.Gateway, name)))
     for name in ("acompletion", "aembedding"):
         setattr(FakeLLM, name, charged(account, FAKE, getattr(FakeLLM, name)))

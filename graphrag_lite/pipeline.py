@@ -330,17 +330,17 @@ def dry_run(config: GraphRagConfig, pipeline: Pipeline, console: Console, use_ca
     # an index already there keeps its tables as they were; a new output folder keeps what the dry run did
     with scratch_copy(config) if read_state(config.output.base_dir) else contextlib.nullcontext(config) as trial:
         store = OutputStore(trial.output.base_dir)
-        unchanged = -1
-        while True:  # until running the model-free stages finds no more of the index unchanged
+        ran: set[str] = set()  # model-free stages the dry run ran, each once
+        for _ in pipeline.stages:  # each pass runs the model-free stages that became runnable, or ends
             state = read_state(store.base_dir)
             # judged with the real settings: a real run's fingerprints, and the index's own LanceDB
-            found = reusable_prefix(pipeline, config, store, state, len(pipeline.stages)) if state else 0
-            estimates, model_free = _dry_plan(pipeline, trial, found)
-            if not model_free or found == unchanged:
+            reused = reusable_prefix(pipeline, config, store, state, len(pipeline.stages)) if state else 0
+            estimates, model_free = _dry_plan(pipeline, trial, reused, ran)
+            if not model_free:
                 break
             run_pipeline(trial.model_copy(update={"compat_notes": []}),  # printed above, once
                          Pipeline(pipeline.name, pipeline.description, model_free), console, brief=True)
-            unchanged = found
+            ran.update(stage.name for stage in model_free)
         # estimated from the tables the dry run has, with the real settings: the index's own LanceDB and
         # embeddings manifest (read only), which a real run would update
         models = ModelAccess(config, use_cache=use_cache)
@@ -358,14 +358,18 @@ def dry_run(config: GraphRagConfig, pipeline: Pipeline, console: Console, use_ca
     return estimates
 
 
-def _dry_plan(pipeline: Pipeline, config: GraphRagConfig, unchanged: int) -> tuple[dict[str, Any], list[Stage]]:
-    """What a dry run says of each stage after the first `unchanged` (None: to estimate), and the model-free
-    stages it runs for real (those whose inputs need no model answer)."""
+def _dry_plan(pipeline: Pipeline, config: GraphRagConfig, reused: int, ran: set[str]
+              ) -> tuple[dict[str, Any], list[Stage]]:
+    """What a dry run says of each stage (None: to estimate) when the first `reused` are as their outputs
+    are now, and the model-free stages still to run for real (those whose inputs need no model answer, and
+    not already in `ran`)."""
     pending: set[str] = set()  # tables that only model answers would produce
     model_free: list[Stage] = []
     estimates: dict[str, Any] = {}
     for position, stage in enumerate(pipeline.stages):
-        if position < unchanged:  # a real run would skip it: it calls nothing
+        if stage.name in ran:  # no model: it ran in the dry run, as it will in the real run
+            estimates[stage.name] = {"note": "needs no model: ran by the dry run, no calls"}
+        elif position < reused:  # a real run would skip it: it calls nothing
             estimates[stage.name] = {"note": "unchanged since the last run: skipped, no calls"}
         elif set(stage.reads) & pending:
             pending.update(stage.writes)

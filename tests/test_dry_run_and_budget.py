@@ -148,8 +148,11 @@ def test_a_dry_run_in_a_copied_project_finds_the_index_unchanged_as_the_real_run
     shutil.rmtree(root / "cache")  # nothing may come from answers: the real run below must call no model
     assert index(root, "--dry-run").exit_code == 0
     estimates = json.loads((root / "output" / "dry_run.json").read_text())
-    model_stages = ("extract_graph", "extract_claims", "summarize_descriptions", "community_reports")
+    model_stages = ("extract_graph", "summarize_descriptions", "community_reports")
     assert all(estimates[s]["note"].startswith("unchanged") for s in model_stages), estimates
+    # the stages it ran itself say so (extract_claims is disabled: no model), not "unchanged since the last run"
+    assert {s for s, found in estimates.items() if found.get("note", "").startswith("needs no model")} == {
+        "load_documents", "chunk_text", "extract_claims"}, estimates
     # embed_text runs again (its settings name the LanceDB by its absolute place) but finds every row kept
     assert estimates["embed_text"].get("calls", 0) == 0, estimates["embed_text"]
     assert index(root).exit_code == 0
