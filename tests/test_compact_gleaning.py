@@ -304,3 +304,22 @@ def test_real_model_gleaning_replies_are_kept_after_a_compact_follow_up(tmp_path
         assert set(expect.get("entities", [])) <= names, f"{style}: kept {sorted(names)}"
         pairs = {frozenset((r.source, r.target)) for r in outcome.parsed.relationships}
         assert {frozenset(p) for p in expect.get("relationships", [])} <= pairs, f"{style}: kept {pairs}"
+
+
+def test_a_compact_gleaning_that_names_no_new_entity_ends_the_unit(tmp_path, monkeypatch):
+    """The next compact follow-up would be the same prompt and the same names, byte for byte: no check is
+    asked and nothing is sent again (a history follow-up carries the new answer, so it goes on)."""
+    only_a_relationship = f"{R}ALEX MERCER<|>TAYLOR CRUZ<|>Mercer answers Cruz<|>4)<|COMPLETE|>"
+    steps = {}
+    for gleaning in ("compact", "history"):
+        cfg = config(tmp_path / gleaning, "tuples", gleaning, max_gleanings=3)
+        gateway = Gateway(cfg)
+        calls = recorded(gateway, monkeypatch)
+        outcome = extract(gateway, extraction_request(cfg.extract_graph, gateway), TEXT,
+                          {"extract_graph.extract": FIRST["tuples"], "extract_graph.glean": only_a_relationship,
+                           "extract_graph.check": "Y"})
+        assert outcome.parsed is not None and not outcome.partial
+        assert len(outcome.parsed.relationships) >= 2  # the gleaning's relationship is kept
+        steps[gleaning] = [step for step, _, _ in calls]
+    assert steps["compact"] == ["extract", "glean"]
+    assert steps["history"] == ["extract", "glean", "check", "glean", "check", "glean"]

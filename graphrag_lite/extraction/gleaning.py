@@ -174,27 +174,28 @@ def _cached_calls(gateway: Gateway, request: ExtractionRequest, text: str) -> tu
     if answer is None:
         return False, None
     try:
-        parsed = request.parse(answer)
-    except ParseError:  # a run would not use it either, and would ask again
+        parsed = checked(request.parse, text, False)(answer)
+    except ParseError:  # the run's check refuses it: a run would ask again
         return False, None
     try:
-        return _gleanings_cached(gateway, request, [*history, {"role": "assistant", "content": answer}],
+        return _gleanings_cached(gateway, request, text, [*history, {"role": "assistant", "content": answer}],
                                  parsed), count_tokens(answer)
     except ParseError:  # a cached follow-up a run would not use either: it asks again
         return False, count_tokens(answer)
 
 
-def _gleanings_cached(gateway: Gateway, request: ExtractionRequest, history: list[dict[str, str]],
+def _gleanings_cached(gateway: Gateway, request: ExtractionRequest, text: str, history: list[dict[str, str]],
                       parsed: ParsedReply) -> bool:
     for gleaning in range(request.max_gleanings):
         asked = follow_up(request, history, parsed, gleaning_prompt(request))
         more = gateway.cached_answer(request.model_id, asked, request.json_mode, request.max_tokens)
         if more is None:
             return False
-        parsed.extend(request.parse(more))
+        known = {e.name for e in parsed.entities}
+        parsed.extend(checked(request.parse, text, True)(more))
         if not request.compact:
             history = [*asked, {"role": "assistant", "content": more}]
-        if gleaning == request.max_gleanings - 1:
+        if _last_gleaning(request, gleaning, known, parsed):
             break
         check = gateway.cached_answer(request.model_id, follow_up(request, history, parsed, LOOP_CHECK),
                                       max_tokens=request.max_tokens)
@@ -271,10 +272,11 @@ async def _glean(gateway: Gateway, request: ExtractionRequest, text: str, histor
                 outcome.parsed.extend(err.partial)
             outcome.partial.append(f"gleaning {gleaning + 1} failed, the records found before it are kept: {err}")
             return
+        known = {e.name for e in outcome.parsed.entities}
         outcome.parsed.extend(more.value)
         if not request.compact:  # a compact follow-up starts from the first prompt again, with the names so far
             history = [*asked, {"role": "assistant", "content": more.text}]
-        if gleaning == request.max_gleanings - 1:
+        if _last_gleaning(request, gleaning, known, outcome.parsed):
             return
         outcome.calls += 1
         try:
@@ -286,6 +288,12 @@ async def _glean(gateway: Gateway, request: ExtractionRequest, text: str, histor
             return
         if not check.value:
             return
+
+
+def _last_gleaning(request: ExtractionRequest, gleaning: int, known: set[str], parsed: ParsedReply) -> bool:
+    """Whether no follow-up comes after this gleaning: it was the last allowed; or, compact, it named no new
+    entity, so the next follow-up (the first prompt and the same names) would be this one again, byte for byte."""
+    return gleaning == request.max_gleanings - 1 or (request.compact and not {e.name for e in parsed.entities} - known)
 
 
 async def extract_units(gateway: Gateway, request: ExtractionRequest, units: pd.DataFrame,
