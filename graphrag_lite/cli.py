@@ -503,7 +503,9 @@ def next_query(cfg: GraphRagConfig, root: Path, config: Path | None) -> str:
     has no chat model, or one whose key is still a placeholder."""
     chat = cfg.local_search.chat_model_id
     model = cfg.models.get(chat) if chat else None
-    keyless = model is None or (model.placeholder_key() and not model.api_base)  # a local server takes any key
+    from graphrag_lite.llm.gateway import key_problem
+
+    keyless = model is None or key_problem(model) is not None
     return (f"graphrag-lite query local \"<your question>\" --root {shlex.quote(str(root))}"
             + (f" --config {shlex.quote(str(config))}" if config else "") + (" --no-model" if keyless else ""))
 

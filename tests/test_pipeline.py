@@ -229,6 +229,9 @@ def test_a_key_read_from_the_environment_is_written_as_its_variable_and_a_hidden
     assert "api_key: ${TRIAL_KEY}" in written and "sk-from-the-environment" not in written
     hidden = ModelConfig(model="openai/gpt-4o-mini", api_key="**********")
     assert key_problem(hidden).startswith("the API key is hidden ('**********', as output/settings.effective.yaml")
+    # a local server takes any key: its dummy key, hidden in settings.effective.yaml, still builds the index again
+    local = ModelConfig(model="openai/qwen", api_base="http://127.0.0.1:8090/v1", api_key="**********")
+    assert key_problem(local) is None
     # the effective file, in output/, reads its ${VAR}s from the project's .env too, and belongs to the project
     (root / ".env").write_text("TRIAL_KEY=sk-from-the-env-file\n", encoding="utf-8")
     monkeypatch.delenv("TRIAL_KEY")

@@ -78,7 +78,7 @@ def key_problem(model: ModelConfig) -> str | None:
         return None
     if model.api_key is not None:
         value = model.api_key.get_secret_value()
-        if value.strip() and set(value.strip()) == {"*"}:
+        if value.strip() and set(value.strip()) == {"*"} and not is_local_model(model):  # a local server takes any
             return (f"the API key is hidden ({value!r}, as output/settings.effective.yaml writes a key the settings "
                     "file held): write the key, or the ${VAR} that holds it, in its place")
         if model.placeholder_key() and not (model.api_base and value.strip()):
