@@ -9,8 +9,9 @@ about 150 tokens (a chunk tail's size) and `--long` of about 600. Each mode inde
 only (one gleaning) into its own project; the three projects share one answer cache, so every mode gets the
 same first answer and differs only in its follow-up. The first answers alone come from a run with
 `max_gleanings: 0`. Per mode and length the script prints the entities the first answers named, the ones the
-gleaning added (by normalized name, per unit), how many of those occur in their unit's text, how many both
-modes added, and the follow-ups' prompt tokens.
+gleaning added (by normalized name, per unit), how many of those occur in their unit's text, and how many both
+modes added; then each mode's extraction prompt tokens sent (the compact and first-answer runs take the first
+answers from the cache, so theirs are the follow-ups' alone).
 """
 
 from __future__ import annotations
@@ -68,7 +69,6 @@ def index(root: Path, cache: Path, documents: list[tuple[str, str]], args: argpa
                            str(root / "extract.yaml"), "--quiet"], capture_output=True, text=True)
     if done.returncode not in (0, 4):
         raise SystemExit(f"index failed ({done.returncode}): {done.stderr[-2000:]}")
-    stats = json.loads((root / "output" / "stats.json").read_text(encoding="utf-8"))
     entities = pd.read_parquet(root / "output" / "raw_entities.parquet")
     units = pd.read_parquet(root / "output" / "base_text_units.parquet")
     documents_table = pd.read_parquet(root / "output" / "documents.parquet")
@@ -76,7 +76,6 @@ def index(root: Path, cache: Path, documents: list[tuple[str, str]], args: argpa
     unit_doc = {u: titles[d] for u, d in zip(units["id"], units["document_id"], strict=True)}
     entities["unit"] = entities["text_unit_id"].map(unit_doc)
     entities["key"] = entities["name"].str.upper().str.strip()
-    entities.attrs["glean_prompt"] = (stats["stages"]["extract_graph"].get("llm") or {}).get("by_step", {})
     return entities
 
 
@@ -119,6 +118,11 @@ def main() -> None:
         found = {mode: index(base / mode.replace(" ", "-"), base / "cache", documents, args, extract)
                  for mode, extract in MODES.items()}
         report(found, documents)
+        for mode in MODES:
+            llm = json.loads((base / mode.replace(" ", "-") / "output" / "stats.json").read_text(encoding="utf-8")
+                             )["stages"]["extract_graph"].get("llm") or {}
+            print(f"{mode}: {llm.get('calls', 0) - llm.get('cache_hits', 0)} calls sent, "
+                  f"{llm.get('prompt_tokens', 0):,} prompt tokens")
 
 
 if __name__ == "__main__":

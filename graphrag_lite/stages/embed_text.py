@@ -36,13 +36,9 @@ from graphrag_lite.vector_store import (
 
 def run(ctx: StageContext) -> StageResult:
     cfg = ctx.config.embed_text
-    contents = texts_for(ctx.read("entities"), ctx.read("text_units"), ctx.read("community_reports"))
     db = connect(ctx.config.vector_store.db_uri)
     model = ctx.config.models[cfg.model_id].model if cfg.model_id else None
-    vectorized = vector_tables(ctx.config)
-    manifest = read_manifest(ctx.config.output.base_dir)
-    dimension = reusable_dimension(manifest, ctx.config)
-    updates = plan(db, contents, dimension, vectorized, rebuild=model is not None and dimension is None)
+    contents, vectorized, manifest, dimension, updates = planned(ctx, db)
     vectors = embed_added(ctx, contents, updates, {}, dimension, vectorized)
     fresh = next((len(v[0]) for v in vectors.values() if v), None)
     if fresh is not None and fresh != dimension and not all(updates[n].rebuilt for n in vectorized):
@@ -74,15 +70,24 @@ def vector_tables(config: GraphRagConfig) -> list[str]:
     return [name for name in TABLES if name in config.embed_text.names] if config.embed_text.model_id else []
 
 
+def planned(ctx: StageContext, db: Any) -> tuple[dict[str, tuple[list, list]], list[str], dict[str, Any] | None,
+                                                 int | None, dict[str, TableUpdate]]:
+    """What a run (or a dry run's estimate) works from: each table's (ids, texts), the tables with vectors,
+    the manifest, the stored vectors' dimension when they can be kept, and each table's update."""
+    contents = texts_for(ctx.read("entities"), ctx.read("text_units"), ctx.read("community_reports"))
+    vectorized = vector_tables(ctx.config)
+    manifest = read_manifest(ctx.config.output.base_dir)
+    dimension = reusable_dimension(manifest, ctx.config)
+    return contents, vectorized, manifest, dimension, plan(db, contents, dimension, vectorized,
+                                                            rebuild=dimension is None)
+
+
 def estimate(ctx: StageContext) -> CallEstimate | None:
     """The texts a run would embed: new or changed rows of the tables with vectors, not already cached."""
     cfg = ctx.config.embed_text
-    if cfg.model_id is None:
+    if cfg.model_id is None or not vector_tables(ctx.config):
         return None
-    contents = texts_for(ctx.read("entities"), ctx.read("text_units"), ctx.read("community_reports"))
-    vectorized = vector_tables(ctx.config)
-    dimension = reusable_dimension(read_manifest(ctx.config.output.base_dir), ctx.config)
-    updates = plan(connect(ctx.config.vector_store.db_uri), contents, dimension, vectorized, rebuild=dimension is None)
+    contents, vectorized, _, _, updates = planned(ctx, connect(ctx.config.vector_store.db_uri))
     texts = list(dict.fromkeys(contents[n][1][k] for n in vectorized for k in updates[n].add))
     calls, sent, tokens = ctx.llm.embedding_estimate(cfg.model_id, texts, cfg.batch_size, cfg.batch_max_tokens)
     return CallEstimate(stage="embed_text", model_id=cfg.model_id, calls=calls, extra_calls=0, prompt_tokens=tokens,
