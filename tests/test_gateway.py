@@ -271,25 +271,6 @@ def test_streaming_yields_pieces_then_serves_the_cache(tmp_path):
     assert "".join(again) == "".join(pieces) and STATS.completions == 0
 
 
-def test_pacer_spaces_starts_once_latency_is_known():
-    from graphrag_lite.llm.limits import StartPacer
-
-    async def starts(pacer, n):
-        stamps = []
-        for _ in range(n):
-            await pacer.wait(concurrency=10)
-            stamps.append(time.monotonic())
-        return stamps
-
-    pacer = StartPacer()
-    unpaced = asyncio.run(starts(pacer, 5))
-    assert unpaced[-1] - unpaced[0] < 0.005  # nothing known yet: no waiting
-    pacer.observe(0.2)
-    paced = asyncio.run(starts(pacer, 5))
-    spacing = StartPacer.HEADROOM * 0.2 / 10
-    assert paced[-1] - paced[0] >= 4 * spacing * 0.9  # started at most 1/spacing a second
-
-
 def test_prompt_tokens_the_provider_served_from_its_cache_are_counted_and_priced_at_its_rate(tmp_path):
     from graphrag_lite.llm.fake import FAKE_INPUT_PRICE, FAKE_OUTPUT_PRICE
     from graphrag_lite.pipeline import describe_llm_totals
@@ -413,3 +394,29 @@ def test_size_refusals_are_told_from_other_failures_in_providers_own_words(statu
     error = litellm.APIError(status_code=status, message=message, llm_provider="openai", model="m",
                              request=response.request)
     assert _refuses_size(error) is size
+
+
+def test_a_free_slot_goes_to_the_waiting_call_of_highest_priority_and_a_cancelled_one_takes_none():
+    from graphrag_lite.llm.limits import AdaptiveConcurrency
+
+    async def scenario() -> list[str]:
+        slots = AdaptiveConcurrency(1)
+        order: list[str] = []
+        await slots.acquire()
+
+        async def call(name: str, priority: int) -> None:
+            await slots.acquire(priority)
+            order.append(name)
+            await asyncio.sleep(0.001)
+            slots.release()
+
+        waiting = [asyncio.create_task(call(n, p)) for n, p in (("low", 0), ("high", 2), ("middle", 1), ("gone", 5))]
+        await asyncio.sleep(0.001)
+        waiting[3].cancel()
+        slots.release()
+        await asyncio.gather(*waiting, return_exceptions=True)
+        await asyncio.wait_for(slots.acquire(), 1)  # a cancelled waiter keeps no slot
+        assert slots.in_flight == 1
+        return order
+
+    assert asyncio.run(scenario()) == ["high", "middle", "low"]

@@ -259,3 +259,40 @@ def test_a_report_waits_for_its_sub_communities_only_when_it_needs_their_reports
             assert start >= children_end and contexts[int(parent.community)].substituted
             waited += 1
     assert waited and fitted and len(rows) == len(communities)
+
+
+def test_the_reports_a_waiting_parent_needs_get_the_model_first(novella):
+    """With one slot, the sub-community reports a parent waits for (and that parent, and the chain above)
+    are written before any report nothing waits for: in order of asking, the waiting parents would come last
+    and, with more slots, add rounds of calls."""
+    import asyncio
+
+    from graphrag_lite.llm.limits import PRIORITY, AdaptiveConcurrency
+    from graphrag_lite.stages.community_reports import ReportWriter
+
+    communities = table(novella, "communities")
+    parents = communities[communities["children"].map(len) > 0]
+    sizes = {int(p.community): builder_for(novella, 10**6).build(list(p.entity_ids), list(p.relationship_ids)).tokens
+             for p in parents.itertuples()}
+    builder = builder_for(novella, int(max(sizes.values()) * 0.6))
+    answer = json_parser(Report)('{"title": "T", "summary": "S", "rating": 5, '
+                                 '"findings": [{"summary": "a", "explanation": "b"}]}')
+    written: list[int] = []  # id(context), in the order the one slot was given
+    slots = AdaptiveConcurrency(1)
+
+    class OneSlot(ReportWriter):
+        async def _write(self, context, advance):
+            await slots.acquire(PRIORITY.get())
+            written.append(id(context))
+            await asyncio.sleep(0.001)
+            slots.release()
+            advance()
+            return answer, "ok"
+
+    _, contexts = OneSlot(None, "m", "{input_text}", builder, {}, salt="").generate(communities, lambda: None)
+    number_of = {id(context): number for number, context in contexts.items()}
+    waiting = {int(p.community) for p in parents.itertuples()
+               if not builder.fits(list(p.entity_ids), list(p.relationship_ids))}
+    needed = waiting | {int(c) for p in parents.itertuples() if int(p.community) in waiting for c in p.children}
+    assert waiting and len(needed) < len(communities)
+    assert {number_of[i] for i in written[:len(needed)]} == needed

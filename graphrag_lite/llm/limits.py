@@ -4,8 +4,15 @@ requests per minute and tokens per minute."""
 from __future__ import annotations
 
 import asyncio
+import heapq
+import itertools
 import time
 from collections import deque
+from contextvars import ContextVar
+
+# a call's claim on the next free slot of its model: higher goes first (equal ones in order of asking). A
+# stage sets it for the calls one item makes: each item runs in a task of its own, with its own context.
+PRIORITY: ContextVar[int] = ContextVar("call_priority", default=0)
 
 
 class AdaptiveConcurrency:
@@ -31,29 +38,48 @@ class AdaptiveConcurrency:
         self._last_decrease = -cooldown
         self._successes = 0
         self._recent: deque[tuple[int, bool]] = deque(maxlen=4 * maximum)  # (level, refused) of recent calls
-        self._changed = asyncio.Condition()
+        # calls waiting for a slot: (-priority, order of asking, what the slot's level is given to)
+        self._waiting: list[tuple[int, int, asyncio.Future[int]]] = []
+        self._asked = itertools.count()
 
-    async def acquire(self) -> int:
-        """Wait for a slot; returns the call's level (calls in flight, itself included)."""
-        async with self._changed:
-            await self._changed.wait_for(lambda: self.in_flight < self.limit)
-            self.in_flight += 1
-            self.peak = max(self.peak, self.in_flight)
-            return self.in_flight
+    async def acquire(self, priority: int = 0) -> int:
+        """Wait for a slot, the highest `priority` first, then in order of asking; returns the call's level
+        (calls in flight, itself included)."""
+        slot: asyncio.Future[int] = asyncio.get_running_loop().create_future()
+        heapq.heappush(self._waiting, (-priority, next(self._asked), slot))
+        self._give_slots()  # at once when a slot is free and no call of higher priority waits
+        try:
+            return await slot
+        except asyncio.CancelledError:
+            if slot.done() and not slot.cancelled():  # given a slot in the same moment: give it back
+                self.in_flight -= 1
+                self._give_slots()
+            raise
 
-    async def release(self, rate_limited: bool = False, level: int | None = None) -> None:
-        async with self._changed:
-            self.in_flight -= 1
-            self._recent.append((level if level is not None else self.limit, rate_limited))
-            if rate_limited:
-                self._lower(level if level is not None else self.limit)
+    def release(self, rate_limited: bool = False, level: int | None = None) -> None:
+        self.in_flight -= 1
+        self._recent.append((level if level is not None else self.limit, rate_limited))
+        if rate_limited:
+            self._lower(level if level is not None else self.limit)
+            self._successes = 0
+        else:
+            self._successes += 1
+            if self._successes >= self.limit and self.limit < self.maximum:
+                self.limit += 1
                 self._successes = 0
-            else:
-                self._successes += 1
-                if self._successes >= self.limit and self.limit < self.maximum:
-                    self.limit += 1
-                    self._successes = 0
-            self._changed.notify(max(0, self.limit - self.in_flight))  # wake only as many as can go
+        self._give_slots()
+
+    def _take(self) -> int:
+        self.in_flight += 1
+        self.peak = max(self.peak, self.in_flight)
+        return self.in_flight
+
+    def _give_slots(self) -> None:
+        """The free slots to the first waiting calls (a cancelled one is skipped)."""
+        while self._waiting and self.in_flight < self.limit:
+            slot = heapq.heappop(self._waiting)[2]
+            if not slot.done():
+                slot.set_result(self._take())
 
     def _lower(self, level: int) -> None:
         now = time.monotonic()
@@ -103,34 +129,6 @@ class TokenBucket:
         self.level = min(self.capacity, self.level - delta)
 
 
-class StartPacer:
-    """Spaces call starts by 0.7 x (typical latency / concurrency). That rate is above what the concurrency
-    limit allows anyway, so throughput is not lowered; but calls no longer start (and finish) in lockstep
-    waves, in which every call waits for the client-side work of all the others (and providers see bursts)."""
-
-    HEADROOM = 0.7
-    SMOOTHING = 0.2
-
-    def __init__(self) -> None:
-        self.latency: float | None = None  # moving average of call durations, seconds
-        self._next = 0.0
-        self._lock = asyncio.Lock()
-
-    async def wait(self, concurrency: int) -> None:
-        if self.latency is None or concurrency <= 1:
-            return
-        async with self._lock:
-            now = time.monotonic()
-            start = max(now, self._next)
-            self._next = start + self.HEADROOM * self.latency / concurrency
-        if start > now:
-            await asyncio.sleep(start - now)
-
-    def observe(self, seconds: float) -> None:
-        self.latency = seconds if self.latency is None else (1 - self.SMOOTHING) * self.latency + \
-            self.SMOOTHING * seconds
-
-
 class ModelLimiter:
     """Everything that paces calls to one model."""
 
@@ -138,26 +136,22 @@ class ModelLimiter:
         self.concurrency = AdaptiveConcurrency(concurrency)
         self.requests = TokenBucket(requests_per_minute) if requests_per_minute else None
         self.tokens = TokenBucket(tokens_per_minute) if tokens_per_minute else None
-        self.pacer = StartPacer()
 
     async def admit(self, estimated_tokens: int) -> int:
-        """Wait for a slot, the pacing and the rate limits; call `done` with the level returned afterwards."""
-        level = await self.concurrency.acquire()
+        """Wait for a slot and the rate limits; call `done` with the level returned afterwards."""
+        level = await self.concurrency.acquire(PRIORITY.get())
         try:
-            await self.pacer.wait(self.concurrency.limit)
             if self.requests:
                 await self.requests.take(1)
             if self.tokens:
                 await self.tokens.take(estimated_tokens)
         except BaseException:
-            await self.concurrency.release()
+            self.concurrency.release()
             raise
         return level
 
-    async def done(self, estimated_tokens: int, actual_tokens: int | None, rate_limited: bool,
-                   latency: float | None = None, level: int | None = None) -> None:
+    def done(self, estimated_tokens: int, actual_tokens: int | None, rate_limited: bool,
+                   level: int | None = None) -> None:
         if self.tokens and actual_tokens is not None:
             self.tokens.adjust(actual_tokens - estimated_tokens)
-        if latency is not None:
-            self.pacer.observe(latency)
-        await self.concurrency.release(rate_limited=rate_limited, level=level)
+        self.concurrency.release(rate_limited=rate_limited, level=level)

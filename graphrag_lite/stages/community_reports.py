@@ -18,6 +18,7 @@ import pandas as pd
 
 from graphrag_lite.graph.report_context import ChildReport, Context, ContextBuilder
 from graphrag_lite.llm.gateway import Gateway, gather_all
+from graphrag_lite.llm.limits import PRIORITY
 from graphrag_lite.llm.per_item import attempt
 from graphrag_lite.llm.structured import json_parser
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
@@ -88,26 +89,32 @@ class ReportWriter:
                  ) -> tuple[list[tuple[Any, ...]], dict[int, Context]]:
         """`run`: runs the writing to its end (the pipeline's event loop, in a stage)."""
         records = typed_records(communities, CommunityRow)
+        waits = {int(r["community"]): not self.builder.fits(list(r["entity_ids"]), list(r["relationship_ids"]))
+                 for r in records}
         contexts: dict[int, Context] = {}
-        rows = run(self._write_all(records, contexts, advance)) if records else []
+        rows = run(self._write_all(records, waits, contexts, advance)) if records else []
         return rows, contexts
 
-    async def _write_all(self, records: list[CommunityRow], contexts: dict[int, Context],
+    async def _write_all(self, records: list[CommunityRow], waits: dict[int, bool], contexts: dict[int, Context],
                          advance: Callable[[], None]) -> list[tuple[Any, ...]]:
         loop = asyncio.get_running_loop()
         # each community's report as its parent would use it; None when it failed
         reports: dict[int, asyncio.Future[ChildReport | None]] = {int(r["community"]): loop.create_future()
                                                                    for r in records}
-        return await gather_all(self._one(r, reports, contexts, advance) for r in records)
+        priorities = chain_lengths(records, waits)
+        first = sorted(records, key=lambda r: -priorities[int(r["community"])])  # ask before the slots are taken
+        return await gather_all(self._one(r, waits, reports, contexts, advance, priorities) for r in first)
 
-    async def _one(self, record: CommunityRow, reports: dict[int, asyncio.Future[ChildReport | None]],
-                   contexts: dict[int, Context], advance: Callable[[], None]) -> tuple[Any, ...]:
+    async def _one(self, record: CommunityRow, waits: dict[int, bool],
+                   reports: dict[int, asyncio.Future[ChildReport | None]], contexts: dict[int, Context],
+                   advance: Callable[[], None], priorities: dict[int, int]) -> tuple[Any, ...]:
         number = int(record["community"])
+        PRIORITY.set(priorities[number])  # in this community's task only
         entity_ids, relationship_ids = list(record["entity_ids"]), list(record["relationship_ids"])
         report: ChildReport | None = None
         try:
             children: list[ChildReport] = []
-            if not self.builder.fits(entity_ids, relationship_ids):
+            if waits[number]:  # its own detail does not fit
                 done = await asyncio.gather(*(reports[int(c)] for c in record["children"] if int(c) in reports))
                 children = [child for child in done if child is not None]
             context = contexts[number] = self.builder.build(entity_ids, relationship_ids, children)
@@ -133,6 +140,21 @@ class ReportWriter:
         done = await attempt(self.gateway.chat(self.model_id, messages, stage="community_reports", parse=self._parse,
                                                json_mode=True), advance)
         return (done.value.value, "ok") if done.value is not None else (None, str(done.error))
+
+
+def chain_lengths(records: list[CommunityRow], waits: dict[int, bool]) -> dict[int, int]:
+    """For each community, how many reports are written one after another from its own on: itself when it
+    waited for its sub-communities' reports, and each parent above that waits in turn. The model's free
+    slots go to the longest chain first; in order of asking, a parent whose sub-community was asked for
+    late would add rounds of calls (on the podcast bench: 219 reports in 10-11 rounds at concurrency 25,
+    not 9)."""
+    parent = {int(r["community"]): int(r["parent"]) for r in records}
+
+    def waiting_above(number: int) -> int:
+        above = parent[number]
+        return 1 + waiting_above(above) if waits.get(above) else 0
+
+    return {number: waiting_above(number) + waits[number] for number in parent}
 
 
 def kept_row(record: CommunityRow, kept: dict[str, Any], digest: str) -> tuple[Any, ...]:
