@@ -420,3 +420,24 @@ def test_a_free_slot_goes_to_the_waiting_call_of_highest_priority_and_a_cancelle
         return order
 
     assert asyncio.run(scenario()) == ["high", "middle", "low"]
+
+
+def test_the_embedding_estimate_counts_a_cached_vector_of_another_dimension_as_sent(tmp_path):
+    """The dry run's estimate reads the cache as `embed` does: a vector of another dimension than the index's
+    (a model swapped behind the same name) is embedded again, so it is not free."""
+    gateway = make_gateway(tmp_path, "fake/embedding")
+    texts = ["alpha text", "beta text"]
+    vectors = asyncio.run(gateway.embed("m", texts, stage="test"))
+    size = len(vectors[0])
+    assert gateway.embedding_estimate("m", texts)[1] == 0  # both cached
+    assert gateway.embedding_estimate("m", texts, dimension=size)[1] == 0
+    calls, sent, tokens = gateway.embedding_estimate("m", texts, dimension=size + 1)
+    assert (calls, sent) == (1, 2) and tokens > 0
+
+    def sent_calls() -> int:
+        totals = gateway.ledger.totals()
+        return totals["calls"] - totals["cache_hits"]
+
+    before = sent_calls()
+    again = asyncio.run(gateway.embed("m", texts, stage="test", dimension=size + 1))  # what a run would do
+    assert len(again) == 2 and sent_calls() - before == calls

@@ -166,9 +166,9 @@ class Gateway:
                       max_tokens: int | None = None) -> str | None:
         """The answer the cache holds for this call, if any (for estimates: such a call costs nothing)."""
         model = self._model(model_id)
-        key = self._key("chat", model, messages, self._call_args(model, json_mode, max_tokens))
-        cached = self.cache.get(key) if self.cache is not None else None
-        return None if cached is None else str(cached["text"])
+        cached = self._cached_answer(self._key("chat", model, messages, self._call_args(model, json_mode, max_tokens)),
+                                     _any_text)
+        return None if cached is None else cached.text
 
     async def chat(self, model_id: str, messages: Messages, *, stage: str, parse: Callable[[str], T] | None = None,
                    json_mode: bool = False, max_tokens: int | None = None, step: str = "",
@@ -343,12 +343,8 @@ class Gateway:
         and by tokens, concurrently within the model's limits. A cached vector of another dimension than
         `dimension` (or than the vectors the model returns now) was made by another model: it is replaced."""
         model = self._model(model_id)
-        args = dict(model.call_args)
         CALL_STEP.set((stage, "embed"))
-        keys = [self._key("embedding", model, text, args) for text in texts]
-        vectors: list[list[float] | None] = [self.cache.get(k) if self.cache is not None else None for k in keys]
-        if dimension is not None:
-            vectors = [v if v is not None and len(v) == dimension else None for v in vectors]
+        keys, vectors = self._cached_vectors(model, texts, dimension)
         hits = [texts[i] for i, v in enumerate(vectors) if v is not None]
         if hits:  # free now; what they cost when first embedded is counted for "without the cache" figures
             tokens = sum(count_tokens(t) for t in hits)
@@ -363,14 +359,23 @@ class Gateway:
         return [v for v in vectors if v is not None]
 
     def embedding_estimate(self, model_id: str, texts: Sequence[str], batch_size: int = EMBEDDING_BATCH[0],
-                           batch_max_tokens: int = EMBEDDING_BATCH[1]) -> tuple[int, int, int]:
-        """For a dry run: the calls, texts and tokens `embed` would send for `texts` (cached vectors are free)."""
-        model = self._model(model_id)
-        args = dict(model.call_args)
-        missing = [t for t in texts if self.cache is None or self.cache.get(self._key("embedding", model, t, args))
-                   is None]
+                           batch_max_tokens: int = EMBEDDING_BATCH[1], dimension: int | None = None
+                           ) -> tuple[int, int, int]:
+        """For a dry run: the calls, texts and tokens `embed` would send for `texts` (cached vectors of
+        `dimension`, when it is known, are free)."""
+        _, vectors = self._cached_vectors(self._model(model_id), texts, dimension)
+        missing = [t for t, v in zip(texts, vectors, strict=True) if v is None]
         batches = _batches(missing, batch_size, batch_max_tokens)
         return len(batches), len(missing), sum(tokens for _, tokens in batches)
+
+    def _cached_vectors(self, model: ModelConfig, texts: Sequence[str], dimension: int | None
+                        ) -> tuple[list[str], list[list[float] | None]]:
+        """Each text's cache key, and its cached vector (None when there is none, or when it has another
+        dimension than `dimension`)."""
+        args = dict(model.call_args)
+        keys = [self._key("embedding", model, text, args) for text in texts]
+        vectors = [self.cache.get(k) if self.cache is not None else None for k in keys]
+        return keys, [v if v is not None and (dimension is None or len(v) == dimension) else None for v in vectors]
 
     async def _embed_missing(self, model_id: str, model: ModelConfig, texts: Sequence[str],
                              vectors: list[list[float] | None], keys: list[str], stage: str, batch_size: int,

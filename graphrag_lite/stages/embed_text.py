@@ -87,9 +87,10 @@ def estimate(ctx: StageContext) -> CallEstimate | None:
     cfg = ctx.config.embed_text
     if cfg.model_id is None or not vector_tables(ctx.config):
         return None
-    contents, vectorized, _, _, updates = planned(ctx, connect(ctx.config.vector_store.db_uri))
+    contents, vectorized, _, dimension, updates = planned(ctx, connect(ctx.config.vector_store.db_uri))
     texts = list(dict.fromkeys(contents[n][1][k] for n in vectorized for k in updates[n].add))
-    calls, sent, tokens = ctx.llm.embedding_estimate(cfg.model_id, texts, cfg.batch_size, cfg.batch_max_tokens)
+    calls, sent, tokens = ctx.llm.embedding_estimate(cfg.model_id, texts, cfg.batch_size, cfg.batch_max_tokens,
+                                                     dimension)
     return CallEstimate(stage="embed_text", model_id=cfg.model_id, calls=calls, extra_calls=0, prompt_tokens=tokens,
                         completion_tokens=0, extra_prompt_tokens=0,
                         note=f"{len(texts)} new or changed texts of {', '.join(vectorized)}, {sent} of them not in "
