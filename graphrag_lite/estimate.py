@@ -49,18 +49,18 @@ class CallEstimate:
 
 def gleaning_estimate(stage: str, model_id: str, prompts_tokens: list[int], text_tokens: list[int],
                       answered: list[tuple[bool, int | None]], max_gleanings: int, continue_tokens: int,
-                      compact: bool = False) -> CallEstimate:
+                      compact: bool = False, reply_ratio: float = REPLY_TO_INPUT_RATIO) -> CallEstimate:
     """Per text unit: its first call (certain), then up to `max_gleanings` follow-ups, each resending the
     conversation so far (prompt, answers, follow-ups) or, `compact`, the prompt and the names found so far.
     `answered`: per unit, whether the cache holds all of its calls (they cost nothing), and the tokens of its
     first answer when the cache holds that one (the follow-ups are still to make). Answers not in the cache
-    are estimated, and so is every follow-up's prompt, which carries them."""
+    are estimated (`reply_ratio` times their text), and so is every follow-up's prompt, which carries them."""
     calls = prompt_tokens = completion = extra_prompt = pending = 0
     for prompt, text, (done, first_answer) in zip(prompts_tokens, text_tokens, answered, strict=True):
         if done:
             continue
         pending += 1
-        reply = int(text * REPLY_TO_INPUT_RATIO) if first_answer is None else first_answer
+        reply = int(text * reply_ratio) if first_answer is None else first_answer
         if first_answer is None:
             calls, prompt_tokens, completion = calls + 1, prompt_tokens + prompt, completion + reply
         extra_prompt += _follow_ups(prompt, reply, max_gleanings, continue_tokens, compact)

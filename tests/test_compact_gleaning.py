@@ -323,3 +323,17 @@ def test_a_compact_gleaning_that_names_no_new_entity_ends_the_unit(tmp_path, mon
         steps[gleaning] = [step for step, _, _ in calls]
     assert steps["compact"] == ["extract", "glean"]
     assert steps["history"] == ["extract", "glean", "check", "glean", "check", "glean"]
+
+
+def test_the_reply_ratio_sizes_estimated_answers_and_what_follow_ups_resend_but_not_a_cached_answer():
+    """Claims estimate their answers at a quarter of entities' (REPLY_TO_INPUT_RATIO / 4): the history
+    follow-ups resend those smaller answers, and a first answer the cache holds keeps its real size."""
+    from graphrag_lite.estimate import REPLY_TO_INPUT_RATIO
+
+    prompts, texts, answered = [1000, 1000], [800, 800], [(False, None), (False, 300)]  # unit 2: first answer cached
+    full = gleaning_estimate("extract_claims", "m", prompts, texts, answered, 1, 40)
+    quarter = gleaning_estimate("extract_claims", "m", prompts, texts, answered, 1, 40,
+                                reply_ratio=REPLY_TO_INPUT_RATIO / 4)
+    assert full.completion_tokens - quarter.completion_tokens == (400 - 100) + (200 - 50)  # unit 1 only
+    assert full.extra_prompt_tokens - quarter.extra_prompt_tokens == 400 - 100  # unit 1's answer, resent once
+    assert quarter.completion_tokens == 100 + 50 + 150  # unit 2's gleaning: half its real 300-token answer

@@ -29,7 +29,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from graphrag_lite.estimate import CallEstimate, gleaning_estimate
+from graphrag_lite.estimate import REPLY_TO_INPUT_RATIO, CallEstimate, gleaning_estimate
 from graphrag_lite.extraction.grounding import Grounding, ground, normalize
 from graphrag_lite.extraction.tuples import COMPLETION_DELIMITER, ParsedReply
 from graphrag_lite.llm.gateway import Gateway, LLMCallError
@@ -206,14 +206,15 @@ def _gleanings_cached(gateway: Gateway, request: ExtractionRequest, text: str, h
     return True
 
 
-def extraction_estimate(gateway: Gateway, request: ExtractionRequest, units: pd.DataFrame, continue_tokens: int
-                        ) -> CallEstimate:
-    """A dry run's estimate of an extraction stage: the calls of every text unit the cache does not hold."""
+def extraction_estimate(gateway: Gateway, request: ExtractionRequest, units: pd.DataFrame, continue_tokens: int,
+                        reply_ratio: float = REPLY_TO_INPUT_RATIO) -> CallEstimate:
+    """A dry run's estimate of an extraction stage: the calls of every text unit the cache does not hold.
+    `reply_ratio`: an answer's tokens per token of its text."""
     base = count_tokens(fill(request.template, input_text=""))
     texts = [int(n) for n in units["n_tokens"]]
     return gleaning_estimate(request.stage, request.model_id, [base + n for n in texts], texts,
                              answered_units(gateway, request, units["text"].tolist()), request.max_gleanings,
-                             continue_tokens, compact=request.compact)
+                             continue_tokens, compact=request.compact, reply_ratio=reply_ratio)
 
 
 async def extract_with_gleaning(gateway: Gateway, request: ExtractionRequest, text: str) -> UnitOutcome:

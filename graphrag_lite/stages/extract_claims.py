@@ -10,7 +10,7 @@ from __future__ import annotations
 import pandas as pd
 
 from graphrag_lite.config import ExtractClaimsConfig, GraphRagConfig
-from graphrag_lite.estimate import CallEstimate
+from graphrag_lite.estimate import REPLY_TO_INPUT_RATIO, CallEstimate
 from graphrag_lite.extraction.gleaning import (
     CONTINUE_CLAIMS,
     ExtractionRequest,
@@ -47,10 +47,9 @@ def estimate(ctx: StageContext) -> CallEstimate | None:
     cfg = ctx.config.extract_claims
     if not cfg.enabled:
         return None
-    found = extraction_estimate(ctx.llm, claims_request(ctx.config), ctx.read("base_text_units"),
-                                count_tokens(CONTINUE_CLAIMS))
-    found.completion_tokens //= 4  # claims are far fewer than entities and relationships
-    return found
+    # claims are far fewer than entities and relationships: so is an answer, and what a follow-up resends
+    return extraction_estimate(ctx.llm, claims_request(ctx.config), ctx.read("base_text_units"),
+                               count_tokens(CONTINUE_CLAIMS), reply_ratio=REPLY_TO_INPUT_RATIO / 4)
 
 
 def run(ctx: StageContext) -> StageResult:
