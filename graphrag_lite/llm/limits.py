@@ -1,5 +1,5 @@
-"""Per-model flow control: a concurrency limit that backs off under 429s (AIMD), and token buckets for
-requests per minute and tokens per minute."""
+"""Per-model flow control: a concurrency limit that backs off under 429s (AIMD) and gives a free slot to the
+waiting call of highest priority, and token buckets for requests per minute and tokens per minute."""
 
 from __future__ import annotations
 
