@@ -396,6 +396,25 @@ def test_size_refusals_are_told_from_other_failures_in_providers_own_words(statu
     assert _refuses_size(error) is size
 
 
+def test_pacer_spaces_starts_once_latency_is_known():
+    from graphrag_lite.llm.limits import StartPacer
+
+    async def starts(pacer, n):
+        stamps = []
+        for _ in range(n):
+            await pacer.wait(concurrency=10)
+            stamps.append(time.monotonic())
+        return stamps
+
+    pacer = StartPacer()
+    unpaced = asyncio.run(starts(pacer, 5))
+    assert unpaced[-1] - unpaced[0] < 0.005  # nothing known yet: no waiting
+    pacer.observe(0.2)
+    paced = asyncio.run(starts(pacer, 5))
+    spacing = StartPacer.HEADROOM * 0.2 / 10
+    assert paced[-1] - paced[0] >= 4 * spacing * 0.9  # started at most 1/spacing a second
+
+
 def test_a_free_slot_goes_to_the_waiting_call_of_highest_priority_and_a_cancelled_one_takes_none():
     from graphrag_lite.llm.limits import AdaptiveConcurrency
 

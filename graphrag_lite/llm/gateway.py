@@ -464,12 +464,15 @@ class Gateway:
             level = await limiter.admit(counted)
             rate_limited = False
             used: int | None = None
+            latency: float | None = None
+            sent = time.monotonic()
             try:
                 reservation = await self._reserve(model, counted, completion)
                 try:
                     response = await (call() if streamed else asyncio.wait_for(call(), timeout=model.timeout))
                 finally:
                     self.ledger.release(reservation)
+                latency = time.monotonic() - sent
                 self._answered.add(model_id)
                 used = _tokens_used(response)
                 return response, attempt
@@ -488,7 +491,7 @@ class Gateway:
                 LOG.info("%s: model %s attempt %d failed (%s); retrying in %.1fs", stage, model_id, attempt + 1,
                          _describe(err, model), delay)
             finally:
-                limiter.done(counted, used, rate_limited, level)
+                limiter.done(counted, used, rate_limited, latency, level)
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
