@@ -415,6 +415,32 @@ def test_pacer_spaces_starts_once_latency_is_known():
     assert paced[-1] - paced[0] >= 4 * spacing * 0.9  # started at most 1/spacing a second
 
 
+def test_the_pacer_spaces_starts_by_the_clients_own_work_per_answer_at_most_by_latency():
+    """The spacing is the loop's CPU time between answers (enough to end lockstep waves without a long ramp
+    at each stage's start), never more than 0.7 x latency / concurrency, nor less than that CPU time."""
+    from graphrag_lite.llm.limits import StartPacer
+
+    def busy(seconds: float) -> None:
+        end = time.thread_time() + seconds
+        while time.thread_time() < end:
+            pass
+
+    pacer = StartPacer()
+    pacer.observe(0.2)
+    assert pacer.spacing(10) == pytest.approx(StartPacer.HEADROOM * 0.2 / 10)  # no work measured yet
+    for _ in range(7):
+        busy(0.002)
+        pacer.observe(0.2)
+    assert 0.0019 <= pacer.spacing(10) < 0.006
+    busy(0.5)  # one long gap (the work between two stages) does not move the median
+    pacer.observe(0.2)
+    assert pacer.spacing(10) < 0.006
+    for _ in range(20):
+        busy(0.03)
+        pacer.observe(0.2)
+    assert pacer.spacing(10) == pytest.approx(StartPacer.HEADROOM * 0.2 / 10)  # capped by the latency
+
+
 def test_a_free_slot_goes_to_the_waiting_call_of_highest_priority_and_a_cancelled_one_takes_none():
     from graphrag_lite.llm.limits import AdaptiveConcurrency
 
