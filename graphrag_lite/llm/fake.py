@@ -402,40 +402,12 @@ def _is_correction(messages: list[dict[str, Any]]) -> bool:
     return len(messages) > 1 and "could not be used" in str(messages[-1].get("content", ""))
 
 
-def _is_loop_check(first: str, last: str) -> bool:
-    return "Answer Y if there are still" in last or "Answer Y or N" in last
-
-
-def _is_continue(first: str, last: str) -> bool:
-    return "were missed in the last extraction" in last
-
-
 def _is_claims(first: str, last: str) -> bool:
     return "analyze claims" in first or "-Target activity-" in first
 
 
-def _is_graph(first: str, last: str) -> bool:
-    return ('("entity"' in first and "relationship" in first) or _is_json_graph(first)
-
-
 def _is_json_graph(first: str) -> bool:
     return '"entities"' in first and '"relationships"' in first
-
-
-def _is_summary(first: str, last: str) -> bool:
-    return "comprehensive summary" in first
-
-
-def _is_report(first: str, last: str) -> bool:
-    return "community" in first.lower() and '"findings"' in first
-
-
-def _is_map(first: str, last: str) -> bool:
-    return '"points"' in first
-
-
-def _is_rating(first: str, last: str) -> bool:
-    return '"rating"' in first and "---Question---" in first
 
 
 # -- extraction
@@ -653,10 +625,6 @@ def map_points(first: str, last: str, prior: list[str]) -> str:
     return json.dumps({"points": points[:5]})
 
 
-def _is_next_hop(first: str, last: str) -> bool:
-    return "---Information found so far---" in first
-
-
 def next_hop(first: str, last: str, prior: list[str]) -> str:
     """The far end of the first relationship that leaves the entities the question names (the bridge a
     model would follow next), or ENOUGH when there is none."""
@@ -709,10 +677,6 @@ def _clip(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _is_judgment(first: str, last: str) -> bool:
-    return "---Answer 2---" in first and "---Criteria---" in first
-
-
 def judgment(first: str, last: str, prior: list[str]) -> str:
     """A judge that looks only at content, never at position: the answer with more distinct content words
     wins every criterion but directness, which the shorter answer wins; equal counts tie."""
@@ -727,10 +691,6 @@ def judgment(first: str, last: str, prior: list[str]) -> str:
     return json.dumps(verdict)
 
 
-def _is_domain_question(first: str, last: str) -> bool:
-    return "what domain or subject are these documents about" in first
-
-
 def domain_answer(first: str, last: str, prior: list[str]) -> str:
     """The two most frequent content words of the passages, as a phrase."""
     counts = Counter(w for w in re.findall(r"[a-z]{4,}", first.split("-Task-")[0].lower()) if w not in STOPWORDS)
@@ -738,16 +698,8 @@ def domain_answer(first: str, last: str, prior: list[str]) -> str:
     return f"texts about {' and '.join(top)}"
 
 
-def _is_types_question(first: str, last: str) -> bool:
-    return "Which kinds of named things should it hold?" in first
-
-
 def types_answer(first: str, last: str, prior: list[str]) -> str:
     return json.dumps(["person", "organization", "geo", "event"])
-
-
-def _is_alias_question(first: str, last: str) -> bool:
-    return "-Candidates-" in first and "Which candidate does the short name denote" in first
 
 
 def alias_choice(first: str, last: str, prior: list[str]) -> str:
@@ -761,20 +713,23 @@ def alias_choice(first: str, last: str, prior: list[str]) -> str:
     return f"ANSWER: {best[1] if best[0] and len(tied) == 1 else 0}"
 
 
+# what a prompt of each kind says, and the function that answers it (the first match answers)
 ROUTES: list[tuple[Callable[[str, str], bool], Callable[[str, str, list[str]], str]]] = [
-    (_is_judgment, judgment),
-    (_is_alias_question, alias_choice),
-    (_is_domain_question, domain_answer),
-    (_is_types_question, types_answer),
-    (_is_loop_check, loop_check),
-    (_is_continue, continue_extraction),
+    (lambda first, last: "---Answer 2---" in first and "---Criteria---" in first, judgment),
+    (lambda first, last: "-Candidates-" in first and "Which candidate does the short name denote" in first,
+     alias_choice),
+    (lambda first, last: "what domain or subject are these documents about" in first, domain_answer),
+    (lambda first, last: "Which kinds of named things should it hold?" in first, types_answer),
+    (lambda first, last: "Answer Y if there are still" in last or "Answer Y or N" in last, loop_check),
+    (lambda first, last: "were missed in the last extraction" in last, continue_extraction),
     (_is_claims, claim_extraction),
-    (_is_graph, graph_extraction),
-    (_is_summary, summarize),
-    (_is_rating, rate_relevance),
-    (_is_next_hop, next_hop),
-    (_is_report, community_report),
-    (_is_map, map_points),
+    (lambda first, last: ('("entity"' in first and "relationship" in first) or _is_json_graph(first),
+     graph_extraction),
+    (lambda first, last: "comprehensive summary" in first, summarize),
+    (lambda first, last: '"rating"' in first and "---Question---" in first, rate_relevance),
+    (lambda first, last: "---Information found so far---" in first, next_hop),
+    (lambda first, last: "community" in first.lower() and '"findings"' in first, community_report),
+    (lambda first, last: '"points"' in first, map_points),
 ]
 
 
