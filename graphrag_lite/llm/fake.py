@@ -137,7 +137,7 @@ class FakeLLM(CustomLLM):
     # ------------------------------------------------------------ LiteLLM entry points
 
     def completion(self, *args: Any, **kwargs: Any) -> ModelResponse:
-        return _run_sync(self.acompletion(*args, **kwargs))
+        return asyncio.run(self.acompletion(*args, **kwargs))
 
     async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
         options = Options.parse(model)
@@ -217,7 +217,7 @@ class FakeLLM(CustomLLM):
                                                total_tokens=usage.total_tokens) if last else None)
 
     def embedding(self, *args: Any, **kwargs: Any) -> EmbeddingResponse:
-        return _run_sync(self.aembedding(*args, **kwargs))
+        return asyncio.run(self.aembedding(*args, **kwargs))
 
     async def aembedding(self, model: str, input: list, model_response: EmbeddingResponse,
                          *args: Any, **kwargs: Any) -> EmbeddingResponse:
@@ -380,10 +380,6 @@ def register_fake_provider(models: list[str] = ()) -> None:  # type: ignore[assi
                             for model in models if model not in litellm.model_cost})
 
 
-def _run_sync(coroutine: Any) -> Any:
-    return asyncio.run(coroutine)
-
-
 # ---------------------------------------------------------------- answers
 
 
@@ -530,23 +526,19 @@ def _emitted(last: str, prior: list[str]) -> Callable[[str], bool]:
                                                          f'"name": {json.dumps(name)}'))
 
 
-def continue_extraction(first: str, last: str, prior: list[str]) -> str:
-    if _is_claims(first, last):
-        return COMPLETE
+def _missed(first: str, last: str, prior: list[str]) -> tuple[list[str], dict[str, tuple[str, str]]]:
+    """The names found in the text that were not extracted before, and every name found."""
     found = find_entities(source_text(first), entity_types(first))
     emitted = _emitted(last, prior)
-    rest = [n for n in found if not emitted(n)]
-    if _is_json_graph(first):
-        return _graph_answer(first, rest, found)
-    return RECORD.join(_records_for(rest, found)) + COMPLETE if rest else COMPLETE
+    return [n for n in found if not emitted(n)], found
+
+
+def continue_extraction(first: str, last: str, prior: list[str]) -> str:
+    return COMPLETE if _is_claims(first, last) else _graph_answer(first, *_missed(first, last, prior))
 
 
 def loop_check(first: str, last: str, prior: list[str]) -> str:
-    if _is_claims(first, last):
-        return "N"
-    found = find_entities(source_text(first), entity_types(first))
-    emitted = _emitted(last, prior)
-    return "Y" if any(not emitted(n) for n in found) else "N"
+    return "Y" if not _is_claims(first, last) and _missed(first, last, prior)[0] else "N"
 
 
 def claim_extraction(first: str, last: str, prior: list[str]) -> str:
