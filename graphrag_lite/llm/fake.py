@@ -159,10 +159,7 @@ class FakeLLM(CustomLLM):
                 await self._inject_fault(options, model)
         finally:
             STATS.in_flight -= 1
-        completion_tokens = _provider_tokens(text)
-        max_tokens = (kwargs.get("optional_params") or {}).get("max_tokens")
-        if max_tokens and completion_tokens > max_tokens:  # cut where a real model stops
-            text, finish, completion_tokens = _first_tokens(text, int(max_tokens)), "length", int(max_tokens)
+        text, finish, completion_tokens = cut_at(text, finish, (kwargs.get("optional_params") or {}).get("max_tokens"))
         response: ModelResponse = kwargs.get("model_response") or ModelResponse()
         response.choices[0].message.content = text
         response.choices[0].finish_reason = finish  # type: ignore[assignment]
@@ -282,9 +279,13 @@ def _rate_limited(model: str, retry_after: float | None) -> Exception:
     return litellm.RateLimitError("rate limited", llm_provider="fake", model=model, response=response)
 
 
-def _first_tokens(text: str, limit: int) -> str:
+def cut_at(text: str, finish: str, max_tokens: int | None) -> tuple[str, str, int]:
+    """An answer cut where a real model stops at max_tokens (finish_reason "length"), and its tokens."""
+    tokens = _provider_tokens(text)
+    if not max_tokens or tokens <= max_tokens:
+        return text, finish, tokens
     encoding = get_encoding(PROVIDER_ENCODING)
-    return encoding.decode(encoding.encode_ordinary(text)[:limit])
+    return encoding.decode(encoding.encode_ordinary(text)[:int(max_tokens)]), "length", int(max_tokens)
 
 
 def _without_corrections(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
