@@ -392,35 +392,31 @@ class BatchStore:
     def _read(self) -> dict[str, Any]:
         return read_json(self.path) if self.path.is_file() else {"batches": []}
 
-    def _write(self, data: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_json(self.path, data)
-
     def entries(self) -> list[dict[str, Any]]:
         return list(self._read()["batches"])
 
     def add(self, entry: dict[str, Any]) -> None:
         data = self._read()
         data["batches"].append(entry)
-        self._write(data)
+        write_json(self.path, data)
 
     def remove(self, batch_id: str) -> None:
         data = self._read()
         data["batches"] = [entry for entry in data["batches"] if entry["id"] != batch_id]
-        self._write(data)
+        write_json(self.path, data)
 
     def forget(self) -> list[dict[str, Any]]:
         """Drop every batch kept (after a run that finished: no call waits for them); returns them."""
         data = self._read()
         dropped, data["batches"] = data["batches"], []
         if dropped:
-            self._write(data)
-        return list(dropped)
+            write_json(self.path, data)
+        return dropped
 
     def record_run(self, counts: dict[str, dict[str, int]]) -> None:
         data = self._read()
         data["last_run"] = {"finished": time.time(), "stages": counts}
-        self._write(data)
+        write_json(self.path, data)
 
     def last_run(self, since: float) -> dict[str, dict[str, int]]:
         """Per stage, what the last run that finished after `since` (a time.time()) sent by batch and online."""
@@ -611,9 +607,7 @@ def _duration(seconds: float) -> str:
 
 def describe_run(counts: dict[str, dict[str, int]]) -> str:
     """One line on what a run sent by batch and online."""
-    total: Counter[str] = Counter()
-    for stage in counts.values():
-        total.update(stage)
+    total: Counter[str] = sum(map(Counter, counts.values()), Counter())
     reattached = f", {total['reattached']} re-attached" if total["reattached"] else ""
     return (f"Batch mode: {counted(total['batched'], 'call')} answered by batch ({counted(total['sent'], 'batch')} "
             f"sent{reattached}) at the batch price; {counted(total['online'], 'chat call')} went online (failed in "
