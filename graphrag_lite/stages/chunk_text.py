@@ -54,7 +54,7 @@ def chunk_documents(documents: pd.DataFrame, cfg: ChunkingConfig) -> pd.DataFram
     all_tokens = encoding.encode_ordinary_batch(texts)
     rows: list[dict[str, object]] = []
     for doc, text, tokens in zip(documents.itertuples(index=False), texts, all_tokens, strict=True):
-        header = metadata_header(str(doc.title), _optional_str(doc.metadata)) if cfg.prepend_metadata else ""
+        header = metadata_header(str(doc.title), doc.metadata) if cfg.prepend_metadata else ""
         header_tokens = len(encoding.encode_ordinary(header)) if header else 0
         body_size = cfg.size - header_tokens
         if body_size <= cfg.overlap:
@@ -105,27 +105,23 @@ def _char_end(data: bytes, position: int) -> int:
     return position
 
 
-def metadata_header(title: str, metadata_json: str | None) -> str:
+def metadata_header(title: str, metadata_json: object) -> str:
+    """The title and metadata lines a unit starts with (a document without metadata has None, not JSON)."""
     lines = [f"title: {title}"]
-    if metadata_json:
+    if isinstance(metadata_json, str) and metadata_json:
         lines += [f"{key}: {value}" for key, value in json.loads(metadata_json).items()]
     return "\n".join(lines) + "\n\n"
 
 
-def _optional_str(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
 def _unit_id(document_id: str, text: str, seen: set[str]) -> str:
     """Hash of the document id and the unit's text; a text repeated within one document gets a counter."""
-    repeat = 0
-    while True:
-        key = f"{document_id}\n{text}" if repeat == 0 else f"{document_id}\n{text}\n{repeat}"
-        unit_id = hashlib.sha256(key.encode("utf-8")).hexdigest()
-        if unit_id not in seen:
-            seen.add(unit_id)
-            return unit_id
+    key = f"{document_id}\n{text}"
+    unit_id, repeat = hashlib.sha256(key.encode("utf-8")).hexdigest(), 0
+    while unit_id in seen:
         repeat += 1
+        unit_id = hashlib.sha256(f"{key}\n{repeat}".encode()).hexdigest()
+    seen.add(unit_id)
+    return unit_id
 
 
 STAGE = Stage(
