@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import functools
 import hashlib
+import itertools
 import json
 import math
 import random
@@ -483,13 +484,9 @@ def _records_for(names: list[str], found: dict[str, tuple[str, str]]) -> list[st
                      f'{pair[1].title()} are mentioned together: {_clip(where[0])}{TUPLE}{min(10, 2 + 2 * len(where))})'
                for pair, where in ranked}
     room = LONGEST_ANSWER * 4 - sum(len(r) for r in records)  # about 4 characters a token
-    kept = []
-    for pair, _ in ranked:
-        room -= len(written[pair])
-        if room < 0:
-            break
-        kept.append(pair)
-    return records + [written[pair] for pair in sorted(kept, key=list(pairs).index)]
+    used = itertools.accumulate(len(r) for r in written.values())  # by the strongest ones up to each
+    kept = {pair for pair, length in zip(written, used, strict=True) if length <= room}
+    return records + [written[pair] for pair in pairs if pair in kept]
 
 
 def graph_extraction(first: str, last: str, prior: list[str]) -> str:
