@@ -83,25 +83,19 @@ def split_tokens(text: str, tokens: np.ndarray, byte_lengths: np.ndarray, size: 
     windows = []
     for start in range(0, len(tokens), step):
         end = min(start + size, len(tokens))
-        begin_byte = _char_start(data, int(offsets[start]))
-        end_byte = _char_end(data, int(offsets[end]))
+        begin_byte = _char_boundary(data, int(offsets[start]), -1)
+        end_byte = _char_boundary(data, int(offsets[end]), 1)
         windows.append((data[begin_byte:end_byte].decode("utf-8"), end - start))
         if end == len(tokens):
             break
     return windows
 
 
-def _char_start(data: bytes, position: int) -> int:
-    """Move a byte offset back to the first byte of the UTF-8 character it falls in."""
-    while 0 < position < len(data) and data[position] & 0xC0 == 0x80:
-        position -= 1
-    return position
-
-
-def _char_end(data: bytes, position: int) -> int:
-    """Move a byte offset forward past the UTF-8 character it falls in."""
-    while position < len(data) and data[position] & 0xC0 == 0x80:
-        position += 1
+def _char_boundary(data: bytes, position: int, step: int) -> int:
+    """Move a byte offset back (step -1) to the first byte of the UTF-8 character it falls in, or forward
+    (step 1) past it."""
+    while 0 < position < len(data) and data[position] & 0xC0 == 0x80:  # a continuation byte
+        position += step
     return position
 
 
