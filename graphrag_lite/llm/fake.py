@@ -491,9 +491,7 @@ def _records_for(names: list[str], found: dict[str, tuple[str, str]]) -> list[st
 
 def graph_extraction(first: str, last: str, prior: list[str]) -> str:
     found = find_entities(source_text(first), entity_types(first))
-    names = list(found)
-    keep = names if len(names) < 3 else names[: math.ceil(len(names) * 2 / 3)]  # leave some for gleaning
-    return _graph_answer(first, keep, found)
+    return _graph_answer(first, list(found)[: math.ceil(len(found) * 2 / 3)], found)  # leave some for gleaning
 
 
 def _graph_answer(first: str, names: list[str], found: dict[str, tuple[str, str]]) -> str:
