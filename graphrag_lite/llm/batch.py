@@ -16,6 +16,7 @@ half the online price (the usual batch discount).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
@@ -126,15 +127,11 @@ class Batcher:
                      key: str, stage: str) -> _Answer | None:
         """The answer to a call's first attempt from a batch; None when the call goes online instead (its
         model takes no batch, or its batch did not answer it)."""
-        if self._online_reason(model) is not None:
-            self.counts[stage]["online"] += 1
-            return None
-        try:
-            answer = await self._collect(model_id, model, messages, args, key, stage)
-        except BatchItemFailed:
-            self.counts[stage]["online"] += 1
-            return None
-        self.counts[stage]["batched"] += 1
+        answer = None
+        if self._online_reason(model) is None:
+            with contextlib.suppress(BatchItemFailed):
+                answer = await self._collect(model_id, model, messages, args, key, stage)
+        self.counts[stage]["online" if answer is None else "batched"] += 1
         return answer
 
     def close(self) -> None:
@@ -536,8 +533,7 @@ def _by_custom_id(content: bytes) -> tuple[dict[str, dict[str, Any]], int]:
         try:
             line = json.loads(text)
         except json.JSONDecodeError:
-            unreadable += 1
-            continue
+            line = None
         if isinstance(line, dict) and "custom_id" in line:
             found[line["custom_id"]] = line
         else:
