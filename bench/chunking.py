@@ -37,7 +37,7 @@ def main() -> None:
         raw = []
         for path in files:
             raw += read_input_file(path, cfg)[0]
-        documents, problems = build_documents(raw, None, cfg.text_column)
+        documents, problems = build_documents(raw)
         loaded = time.perf_counter()
         units = chunk_documents(documents, ChunkingConfig(size=args.size, overlap=args.overlap))
         chunked = time.perf_counter()

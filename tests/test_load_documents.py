@@ -21,7 +21,7 @@ def load_with(cfg):
         docs, file_problems = read_input_file(path, cfg)
         raw += docs
         problems += file_problems
-    table, duplicates = build_documents(raw, cfg.metadata, cfg.text_column)
+    table, duplicates = build_documents(raw)
     return table, [str(p) for p in problems + duplicates]
 
 

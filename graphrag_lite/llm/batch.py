@@ -16,6 +16,7 @@ half the online price (the usual batch discount).
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import json
 import logging
@@ -126,15 +127,11 @@ class Batcher:
                      key: str, stage: str) -> _Answer | None:
         """The answer to a call's first attempt from a batch; None when the call goes online instead (its
         model takes no batch, or its batch did not answer it)."""
-        if self._online_reason(model) is not None:
-            self.counts[stage]["online"] += 1
-            return None
-        try:
-            answer = await self._collect(model_id, model, messages, args, key, stage)
-        except BatchItemFailed:
-            self.counts[stage]["online"] += 1
-            return None
-        self.counts[stage]["batched"] += 1
+        answer = None
+        if self._online_reason(model) is None:
+            with contextlib.suppress(BatchItemFailed):
+                answer = await self._collect(model_id, model, messages, args, key, stage)
+        self.counts[stage]["online" if answer is None else "batched"] += 1
         return answer
 
     def close(self) -> None:
@@ -392,35 +389,31 @@ class BatchStore:
     def _read(self) -> dict[str, Any]:
         return read_json(self.path) if self.path.is_file() else {"batches": []}
 
-    def _write(self, data: dict[str, Any]) -> None:
-        self.path.parent.mkdir(parents=True, exist_ok=True)
-        write_json(self.path, data)
-
     def entries(self) -> list[dict[str, Any]]:
         return list(self._read()["batches"])
 
     def add(self, entry: dict[str, Any]) -> None:
         data = self._read()
         data["batches"].append(entry)
-        self._write(data)
+        write_json(self.path, data)
 
     def remove(self, batch_id: str) -> None:
         data = self._read()
         data["batches"] = [entry for entry in data["batches"] if entry["id"] != batch_id]
-        self._write(data)
+        write_json(self.path, data)
 
     def forget(self) -> list[dict[str, Any]]:
         """Drop every batch kept (after a run that finished: no call waits for them); returns them."""
         data = self._read()
         dropped, data["batches"] = data["batches"], []
         if dropped:
-            self._write(data)
-        return list(dropped)
+            write_json(self.path, data)
+        return dropped
 
     def record_run(self, counts: dict[str, dict[str, int]]) -> None:
         data = self._read()
         data["last_run"] = {"finished": time.time(), "stages": counts}
-        self._write(data)
+        write_json(self.path, data)
 
     def last_run(self, since: float) -> dict[str, dict[str, int]]:
         """Per stage, what the last run that finished after `since` (a time.time()) sent by batch and online."""
@@ -540,8 +533,7 @@ def _by_custom_id(content: bytes) -> tuple[dict[str, dict[str, Any]], int]:
         try:
             line = json.loads(text)
         except json.JSONDecodeError:
-            unreadable += 1
-            continue
+            line = None
         if isinstance(line, dict) and "custom_id" in line:
             found[line["custom_id"]] = line
         else:
@@ -611,9 +603,7 @@ def _duration(seconds: float) -> str:
 
 def describe_run(counts: dict[str, dict[str, int]]) -> str:
     """One line on what a run sent by batch and online."""
-    total: Counter[str] = Counter()
-    for stage in counts.values():
-        total.update(stage)
+    total: Counter[str] = sum(map(Counter, counts.values()), Counter())
     reattached = f", {total['reattached']} re-attached" if total["reattached"] else ""
     return (f"Batch mode: {counted(total['batched'], 'call')} answered by batch ({counted(total['sent'], 'batch')} "
             f"sent{reattached}) at the batch price; {counted(total['online'], 'chat call')} went online (failed in "

@@ -19,6 +19,7 @@ import asyncio
 import contextlib
 import functools
 import hashlib
+import itertools
 import json
 import math
 import random
@@ -137,7 +138,7 @@ class FakeLLM(CustomLLM):
     # ------------------------------------------------------------ LiteLLM entry points
 
     def completion(self, *args: Any, **kwargs: Any) -> ModelResponse:
-        return _run_sync(self.acompletion(*args, **kwargs))
+        return asyncio.run(self.acompletion(*args, **kwargs))
 
     async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
         options = Options.parse(model)
@@ -159,10 +160,7 @@ class FakeLLM(CustomLLM):
                 await self._inject_fault(options, model)
         finally:
             STATS.in_flight -= 1
-        completion_tokens = _provider_tokens(text)
-        max_tokens = (kwargs.get("optional_params") or {}).get("max_tokens")
-        if max_tokens and completion_tokens > max_tokens:  # cut where a real model stops
-            text, finish, completion_tokens = _first_tokens(text, int(max_tokens)), "length", int(max_tokens)
+        text, finish, completion_tokens = cut_at(text, finish, (kwargs.get("optional_params") or {}).get("max_tokens"))
         response: ModelResponse = kwargs.get("model_response") or ModelResponse()
         response.choices[0].message.content = text
         response.choices[0].finish_reason = finish  # type: ignore[assignment]
@@ -217,7 +215,7 @@ class FakeLLM(CustomLLM):
                                                total_tokens=usage.total_tokens) if last else None)
 
     def embedding(self, *args: Any, **kwargs: Any) -> EmbeddingResponse:
-        return _run_sync(self.aembedding(*args, **kwargs))
+        return asyncio.run(self.aembedding(*args, **kwargs))
 
     async def aembedding(self, model: str, input: list, model_response: EmbeddingResponse,
                          *args: Any, **kwargs: Any) -> EmbeddingResponse:
@@ -282,9 +280,13 @@ def _rate_limited(model: str, retry_after: float | None) -> Exception:
     return litellm.RateLimitError("rate limited", llm_provider="fake", model=model, response=response)
 
 
-def _first_tokens(text: str, limit: int) -> str:
+def cut_at(text: str, finish: str, max_tokens: int | None) -> tuple[str, str, int]:
+    """An answer cut where a real model stops at max_tokens (finish_reason "length"), and its tokens."""
+    tokens = _provider_tokens(text)
+    if not max_tokens or tokens <= max_tokens:
+        return text, finish, tokens
     encoding = get_encoding(PROVIDER_ENCODING)
-    return encoding.decode(encoding.encode_ordinary(text)[:limit])
+    return encoding.decode(encoding.encode_ordinary(text)[:int(max_tokens)]), "length", int(max_tokens)
 
 
 def _without_corrections(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
@@ -380,10 +382,6 @@ def register_fake_provider(models: list[str] = ()) -> None:  # type: ignore[assi
                             for model in models if model not in litellm.model_cost})
 
 
-def _run_sync(coroutine: Any) -> Any:
-    return asyncio.run(coroutine)
-
-
 # ---------------------------------------------------------------- answers
 
 
@@ -402,40 +400,12 @@ def _is_correction(messages: list[dict[str, Any]]) -> bool:
     return len(messages) > 1 and "could not be used" in str(messages[-1].get("content", ""))
 
 
-def _is_loop_check(first: str, last: str) -> bool:
-    return "Answer Y if there are still" in last or "Answer Y or N" in last
-
-
-def _is_continue(first: str, last: str) -> bool:
-    return "were missed in the last extraction" in last
-
-
 def _is_claims(first: str, last: str) -> bool:
     return "analyze claims" in first or "-Target activity-" in first
 
 
-def _is_graph(first: str, last: str) -> bool:
-    return ('("entity"' in first and "relationship" in first) or _is_json_graph(first)
-
-
 def _is_json_graph(first: str) -> bool:
     return '"entities"' in first and '"relationships"' in first
-
-
-def _is_summary(first: str, last: str) -> bool:
-    return "comprehensive summary" in first
-
-
-def _is_report(first: str, last: str) -> bool:
-    return "community" in first.lower() and '"findings"' in first
-
-
-def _is_map(first: str, last: str) -> bool:
-    return '"points"' in first
-
-
-def _is_rating(first: str, last: str) -> bool:
-    return '"rating"' in first and "---Question---" in first
 
 
 # -- extraction
@@ -514,20 +484,14 @@ def _records_for(names: list[str], found: dict[str, tuple[str, str]]) -> list[st
                      f'{pair[1].title()} are mentioned together: {_clip(where[0])}{TUPLE}{min(10, 2 + 2 * len(where))})'
                for pair, where in ranked}
     room = LONGEST_ANSWER * 4 - sum(len(r) for r in records)  # about 4 characters a token
-    kept = []
-    for pair, _ in ranked:
-        room -= len(written[pair])
-        if room < 0:
-            break
-        kept.append(pair)
-    return records + [written[pair] for pair in sorted(kept, key=list(pairs).index)]
+    used = itertools.accumulate(len(r) for r in written.values())  # by the strongest ones up to each
+    kept = {pair for pair, length in zip(written, used, strict=True) if length <= room}
+    return records + [written[pair] for pair in pairs if pair in kept]
 
 
 def graph_extraction(first: str, last: str, prior: list[str]) -> str:
     found = find_entities(source_text(first), entity_types(first))
-    names = list(found)
-    keep = names if len(names) < 3 else names[: math.ceil(len(names) * 2 / 3)]  # leave some for gleaning
-    return _graph_answer(first, keep, found)
+    return _graph_answer(first, list(found)[: math.ceil(len(found) * 2 / 3)], found)  # leave some for gleaning
 
 
 def _graph_answer(first: str, names: list[str], found: dict[str, tuple[str, str]]) -> str:
@@ -558,23 +522,19 @@ def _emitted(last: str, prior: list[str]) -> Callable[[str], bool]:
                                                          f'"name": {json.dumps(name)}'))
 
 
-def continue_extraction(first: str, last: str, prior: list[str]) -> str:
-    if _is_claims(first, last):
-        return COMPLETE
+def _missed(first: str, last: str, prior: list[str]) -> tuple[list[str], dict[str, tuple[str, str]]]:
+    """The names found in the text that were not extracted before, and every name found."""
     found = find_entities(source_text(first), entity_types(first))
     emitted = _emitted(last, prior)
-    rest = [n for n in found if not emitted(n)]
-    if _is_json_graph(first):
-        return _graph_answer(first, rest, found)
-    return RECORD.join(_records_for(rest, found)) + COMPLETE if rest else COMPLETE
+    return [n for n in found if not emitted(n)], found
+
+
+def continue_extraction(first: str, last: str, prior: list[str]) -> str:
+    return COMPLETE if _is_claims(first, last) else _graph_answer(first, *_missed(first, last, prior))
 
 
 def loop_check(first: str, last: str, prior: list[str]) -> str:
-    if _is_claims(first, last):
-        return "N"
-    found = find_entities(source_text(first), entity_types(first))
-    emitted = _emitted(last, prior)
-    return "Y" if any(not emitted(n) for n in found) else "N"
+    return "Y" if not _is_claims(first, last) and _missed(first, last, prior)[0] else "N"
 
 
 def claim_extraction(first: str, last: str, prior: list[str]) -> str:
@@ -653,10 +613,6 @@ def map_points(first: str, last: str, prior: list[str]) -> str:
     return json.dumps({"points": points[:5]})
 
 
-def _is_next_hop(first: str, last: str) -> bool:
-    return "---Information found so far---" in first
-
-
 def next_hop(first: str, last: str, prior: list[str]) -> str:
     """The far end of the first relationship that leaves the entities the question names (the bridge a
     model would follow next), or ENOUGH when there is none."""
@@ -709,10 +665,6 @@ def _clip(text: str, limit: int = 160) -> str:
     return text if len(text) <= limit else text[: limit - 1].rstrip() + "…"
 
 
-def _is_judgment(first: str, last: str) -> bool:
-    return "---Answer 2---" in first and "---Criteria---" in first
-
-
 def judgment(first: str, last: str, prior: list[str]) -> str:
     """A judge that looks only at content, never at position: the answer with more distinct content words
     wins every criterion but directness, which the shorter answer wins; equal counts tie."""
@@ -727,10 +679,6 @@ def judgment(first: str, last: str, prior: list[str]) -> str:
     return json.dumps(verdict)
 
 
-def _is_domain_question(first: str, last: str) -> bool:
-    return "what domain or subject are these documents about" in first
-
-
 def domain_answer(first: str, last: str, prior: list[str]) -> str:
     """The two most frequent content words of the passages, as a phrase."""
     counts = Counter(w for w in re.findall(r"[a-z]{4,}", first.split("-Task-")[0].lower()) if w not in STOPWORDS)
@@ -738,16 +686,8 @@ def domain_answer(first: str, last: str, prior: list[str]) -> str:
     return f"texts about {' and '.join(top)}"
 
 
-def _is_types_question(first: str, last: str) -> bool:
-    return "Which kinds of named things should it hold?" in first
-
-
 def types_answer(first: str, last: str, prior: list[str]) -> str:
     return json.dumps(["person", "organization", "geo", "event"])
-
-
-def _is_alias_question(first: str, last: str) -> bool:
-    return "-Candidates-" in first and "Which candidate does the short name denote" in first
 
 
 def alias_choice(first: str, last: str, prior: list[str]) -> str:
@@ -761,20 +701,23 @@ def alias_choice(first: str, last: str, prior: list[str]) -> str:
     return f"ANSWER: {best[1] if best[0] and len(tied) == 1 else 0}"
 
 
+# what a prompt of each kind says, and the function that answers it (the first match answers)
 ROUTES: list[tuple[Callable[[str, str], bool], Callable[[str, str, list[str]], str]]] = [
-    (_is_judgment, judgment),
-    (_is_alias_question, alias_choice),
-    (_is_domain_question, domain_answer),
-    (_is_types_question, types_answer),
-    (_is_loop_check, loop_check),
-    (_is_continue, continue_extraction),
+    (lambda first, last: "---Answer 2---" in first and "---Criteria---" in first, judgment),
+    (lambda first, last: "-Candidates-" in first and "Which candidate does the short name denote" in first,
+     alias_choice),
+    (lambda first, last: "what domain or subject are these documents about" in first, domain_answer),
+    (lambda first, last: "Which kinds of named things should it hold?" in first, types_answer),
+    (lambda first, last: "Answer Y if there are still" in last or "Answer Y or N" in last, loop_check),
+    (lambda first, last: "were missed in the last extraction" in last, continue_extraction),
     (_is_claims, claim_extraction),
-    (_is_graph, graph_extraction),
-    (_is_summary, summarize),
-    (_is_rating, rate_relevance),
-    (_is_next_hop, next_hop),
-    (_is_report, community_report),
-    (_is_map, map_points),
+    (lambda first, last: ('("entity"' in first and "relationship" in first) or _is_json_graph(first),
+     graph_extraction),
+    (lambda first, last: "comprehensive summary" in first, summarize),
+    (lambda first, last: '"rating"' in first and "---Question---" in first, rate_relevance),
+    (lambda first, last: "---Information found so far---" in first, next_hop),
+    (lambda first, last: "community" in first.lower() and '"findings"' in first, community_report),
+    (lambda first, last: '"points"' in first, map_points),
 ]
 
 

@@ -37,7 +37,7 @@ from litellm.types.llms.openai import HttpxBinaryResponseContent, OpenAIFileObje
 from litellm.types.utils import LiteLLMBatch
 from openai.types.batch_request_counts import BatchRequestCounts
 
-from graphrag_lite.llm.fake import PROVIDER_ENCODING, Options, _first_tokens, answer
+from graphrag_lite.llm.fake import PROVIDER_ENCODING, Options, answer, cut_at
 from graphrag_lite.tokens import count_tokens
 
 SUBMISSIONS = "submissions.jsonl"
@@ -55,17 +55,13 @@ def folder() -> Path:
 def submissions() -> list[dict[str, Any]]:
     """The batches sent so far, oldest first: {"batch_id", "model", "custom_ids"}."""
     path = folder() / SUBMISSIONS
-    if not path.is_file():
-        return []
-    return [json.loads(line) for line in path.read_text(encoding="utf-8").splitlines() if line.strip()]
+    return _lines(path.read_bytes()) if path.is_file() else []
 
 
 async def acreate_file(*, file: Any, purpose: str, **_: Any) -> OpenAIFileObject:
     name, content = (file[0], file[1]) if isinstance(file, tuple) else ("batch.jsonl", file)
-    file_id = f"file-{uuid.uuid4().hex}"
-    _write(folder() / "files" / file_id, bytes(content))
-    return OpenAIFileObject(id=file_id, bytes=len(content), created_at=int(time.time()), filename=str(name),
-                            object="file", purpose=purpose, status="uploaded")
+    return OpenAIFileObject(id=_store(bytes(content)), bytes=len(content), created_at=int(time.time()),
+                            filename=str(name), object="file", purpose=purpose, status="uploaded")
 
 
 async def acreate_batch(*, input_file_id: str, model: str, **_: Any) -> LiteLLMBatch:
@@ -124,10 +120,7 @@ def _answer_line(request: dict[str, Any], options: Options) -> dict[str, Any]:
     text, finish = answer(body["messages"]), "stop"
     if _share(request["custom_id"], "invalid") < options.batch_invalid:  # what no stage accepts from any model
         text, finish = text[: len(text) // 2], "length"
-    completion = count_tokens(text, PROVIDER_ENCODING)
-    limit = body.get("max_tokens")
-    if limit and completion > limit:
-        text, finish, completion = _first_tokens(text, int(limit)), "length", int(limit)
+    text, finish, completion = cut_at(text, finish, body.get("max_tokens"))
     prompt = sum(count_tokens(str(m.get("content", "")), PROVIDER_ENCODING) for m in body["messages"])
     response = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
                 "model": body["model"], "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
@@ -156,12 +149,15 @@ def _share(custom_id: str, fault: str) -> float:
     return int.from_bytes(digest, "big") / 2**64
 
 
-def _store_lines(lines: list[dict[str, Any]]) -> str | None:
-    if not lines:
-        return None
+def _store(content: bytes) -> str:
+    """Keep `content` as a new file; returns its id."""
     file_id = f"file-{uuid.uuid4().hex}"
-    _write(folder() / "files" / file_id, "".join(json.dumps(line) + "\n" for line in lines).encode())
+    _write(folder() / "files" / file_id, content)
     return file_id
+
+
+def _store_lines(lines: list[dict[str, Any]]) -> str | None:
+    return _store("".join(json.dumps(line) + "\n" for line in lines).encode()) if lines else None
 
 
 def _lines(content: bytes) -> list[dict[str, Any]]:

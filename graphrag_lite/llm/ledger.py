@@ -4,7 +4,6 @@ from __future__ import annotations
 
 import contextlib
 import json
-from collections import defaultdict
 from collections.abc import Iterator
 from contextvars import ContextVar
 from dataclasses import dataclass
@@ -113,14 +112,10 @@ class Ledger:
         return self.records if scope is None else scope
 
     def totals(self, stage: str | None = None) -> dict[str, Any]:
-        records = [r for r in self.visible() if stage is None or r.stage == stage]
-        return summarize(records)
+        return summarize([r for r in self.visible() if stage is None or r.stage == stage])
 
     def by_stage(self) -> dict[str, dict[str, Any]]:
-        groups: dict[str, list[CallRecord]] = defaultdict(list)
-        for record in self.visible():
-            groups[record.stage].append(record)
-        return {stage: summarize(records) for stage, records in groups.items()}
+        return {stage: self.totals(stage) for stage in dict.fromkeys(r.stage for r in self.visible())}
 
 
 def summarize(records: list[CallRecord]) -> dict[str, Any]:

@@ -54,7 +54,7 @@ def chunk_documents(documents: pd.DataFrame, cfg: ChunkingConfig) -> pd.DataFram
     all_tokens = encoding.encode_ordinary_batch(texts)
     rows: list[dict[str, object]] = []
     for doc, text, tokens in zip(documents.itertuples(index=False), texts, all_tokens, strict=True):
-        header = metadata_header(str(doc.title), _optional_str(doc.metadata)) if cfg.prepend_metadata else ""
+        header = metadata_header(str(doc.title), doc.metadata) if cfg.prepend_metadata else ""
         header_tokens = len(encoding.encode_ordinary(header)) if header else 0
         body_size = cfg.size - header_tokens
         if body_size <= cfg.overlap:
@@ -83,49 +83,39 @@ def split_tokens(text: str, tokens: np.ndarray, byte_lengths: np.ndarray, size: 
     windows = []
     for start in range(0, len(tokens), step):
         end = min(start + size, len(tokens))
-        begin_byte = _char_start(data, int(offsets[start]))
-        end_byte = _char_end(data, int(offsets[end]))
+        begin_byte = _char_boundary(data, int(offsets[start]), -1)
+        end_byte = _char_boundary(data, int(offsets[end]), 1)
         windows.append((data[begin_byte:end_byte].decode("utf-8"), end - start))
         if end == len(tokens):
             break
     return windows
 
 
-def _char_start(data: bytes, position: int) -> int:
-    """Move a byte offset back to the first byte of the UTF-8 character it falls in."""
-    while 0 < position < len(data) and data[position] & 0xC0 == 0x80:
-        position -= 1
+def _char_boundary(data: bytes, position: int, step: int) -> int:
+    """Move a byte offset back (step -1) to the first byte of the UTF-8 character it falls in, or forward
+    (step 1) past it."""
+    while 0 < position < len(data) and data[position] & 0xC0 == 0x80:  # a continuation byte
+        position += step
     return position
 
 
-def _char_end(data: bytes, position: int) -> int:
-    """Move a byte offset forward past the UTF-8 character it falls in."""
-    while position < len(data) and data[position] & 0xC0 == 0x80:
-        position += 1
-    return position
-
-
-def metadata_header(title: str, metadata_json: str | None) -> str:
+def metadata_header(title: str, metadata_json: object) -> str:
+    """The title and metadata lines a unit starts with (a document without metadata has None, not JSON)."""
     lines = [f"title: {title}"]
-    if metadata_json:
+    if isinstance(metadata_json, str) and metadata_json:
         lines += [f"{key}: {value}" for key, value in json.loads(metadata_json).items()]
     return "\n".join(lines) + "\n\n"
 
 
-def _optional_str(value: object) -> str | None:
-    return value if isinstance(value, str) else None
-
-
 def _unit_id(document_id: str, text: str, seen: set[str]) -> str:
     """Hash of the document id and the unit's text; a text repeated within one document gets a counter."""
-    repeat = 0
-    while True:
-        key = f"{document_id}\n{text}" if repeat == 0 else f"{document_id}\n{text}\n{repeat}"
-        unit_id = hashlib.sha256(key.encode("utf-8")).hexdigest()
-        if unit_id not in seen:
-            seen.add(unit_id)
-            return unit_id
+    key = f"{document_id}\n{text}"
+    unit_id, repeat = hashlib.sha256(key.encode("utf-8")).hexdigest(), 0
+    while unit_id in seen:
         repeat += 1
+        unit_id = hashlib.sha256(f"{key}\n{repeat}".encode()).hexdigest()
+    seen.add(unit_id)
+    return unit_id
 
 
 STAGE = Stage(

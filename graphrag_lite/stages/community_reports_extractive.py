@@ -44,10 +44,7 @@ def extractive_reports(communities: pd.DataFrame, entities: pd.DataFrame, relati
     rows = []
     for record in typed_records(communities, CommunityRow):
         members = set(record["entity_ids"])
-        inside: Counter[str] = Counter()
-        for rid in record["relationship_ids"]:
-            for end in ends[rid]:
-                inside[title_to_id[end]] += 1
+        inside = Counter(title_to_id[end] for rid in record["relationship_ids"] for end in ends[rid])
         central = sorted(members, key=lambda e: (-inside[e], titles[e]))
         ranked = sorted(((len(found & members), -i, text, found) for i, (text, found) in enumerate(mentions)
                          if found & members), key=lambda x: (-x[0], -x[1]))

@@ -25,7 +25,7 @@ import io
 import json
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass, replace
+from dataclasses import dataclass
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -59,7 +59,7 @@ class RawDocument:
     creation_date: str
     document_id: str | None = None  # from input.id_column
     row: dict[str, Any] | None = None  # the source row, for tabular input
-    metadata: dict[str, Any] | None = None  # set by the reader (PDF pages, a rule's columns); else from `row`
+    metadata: dict[str, Any] | None = None  # PDF pages; a row's columns (input.metadata, else all but the text)
 
 
 @dataclass(frozen=True)
@@ -125,7 +125,7 @@ def read_documents(cfg: InputConfig, track: Callable[[list[Path]], Iterable[Path
         raw.extend(documents)
         problems.extend(file_problems)
     raw = sorted(raw, key=lambda doc: doc.title not in known)  # stable: the known ones first
-    table, duplicates = build_documents(raw, cfg.metadata, cfg.text_column)
+    table, duplicates = build_documents(raw)
     problems.extend(duplicates)
     if table.empty:
         raise InputError(_nothing_usable(cfg, files, problems))
@@ -233,16 +233,7 @@ def list_input_files(cfg: InputConfig) -> tuple[list[Path], int]:
 def read_input_file(path: Path, cfg: InputConfig) -> tuple[list[RawDocument], list[InputProblem]]:
     """The documents of one file, read with the settings of its input.files rule (or the section's)."""
     relative = path.relative_to(cfg.base_dir).as_posix()
-    ruled = file_settings(cfg, relative)
-    documents, problems = _read_file(path, relative, ruled or cfg)
-    if ruled is not None:  # the rule's columns decide this file's metadata, not the section's
-        documents = [doc if doc.row is None else
-                     replace(doc, metadata=row_metadata(doc.row, ruled.metadata, ruled.text_column))
-                     for doc in documents]
-    return documents, problems
-
-
-def _read_file(path: Path, relative: str, cfg: InputConfig) -> tuple[list[RawDocument], list[InputProblem]]:
+    cfg = file_settings(cfg, relative)
     suffix = path.suffix.lower()
     if suffix not in SUPPORTED_SUFFIXES:
         return [], [InputProblem(relative, f"unsupported file type '{suffix}' (supported: "
@@ -280,13 +271,13 @@ class _UnusableFile(Exception):
     pass
 
 
-def file_settings(cfg: InputConfig, relative: str) -> InputConfig | None:
-    """The section's settings with the keys of the first input.files rule whose pattern matches this path;
-    None when no rule does."""
+def file_settings(cfg: InputConfig, relative: str) -> InputConfig:
+    """The section's settings with the keys of the first input.files rule whose pattern matches this path
+    (its columns decide the file's metadata too); the section's when no rule does."""
     for rule in cfg.files or ():
         if re.search(rule.pattern, relative):  # patterns were checked when the settings loaded
             return cfg.model_copy(update=rule.model_dump(exclude={"pattern"}, exclude_none=True))
-    return None
+    return cfg
 
 
 def decode(data: bytes, encoding: str) -> str:
@@ -442,14 +433,13 @@ def rows_to_documents(rows: list[dict[str, Any]], source: str, created: str,
                 continue
         title = _clean_str(row.get(cfg.title_column)) if cfg.title_column else ""
         documents.append(RawDocument(source=where, title=title or where, text=text, creation_date=created,
-                                     document_id=document_id, row=row))
+                                     document_id=document_id, row=row,
+                                     metadata=row_metadata(row, cfg.metadata, cfg.text_column)))
     return documents, problems
 
 
-def build_documents(raw: list[RawDocument], metadata_columns: list[str] | None,
-                    text_column: str) -> tuple[pd.DataFrame, list[InputProblem]]:
-    """The input_documents table: stable ids, duplicates reported and dropped, metadata as JSON (the reader's,
-    else the row's `metadata_columns`, or all its columns but `text_column`)."""
+def build_documents(raw: list[RawDocument]) -> tuple[pd.DataFrame, list[InputProblem]]:
+    """The input_documents table: stable ids, duplicates reported and dropped, metadata as JSON."""
     seen: dict[str, str] = {}
     rows: list[dict[str, Any]] = []
     problems: list[InputProblem] = []
@@ -460,9 +450,6 @@ def build_documents(raw: list[RawDocument], metadata_columns: list[str] | None,
                                          f"{'id' if doc.document_id else 'text'}); skipped"))
             continue
         seen[doc_id] = doc.source
-        metadata = doc.metadata
-        if metadata is None and doc.row is not None:
-            metadata = row_metadata(doc.row, metadata_columns, text_column)
         rows.append({
             "id": doc_id,
             "human_readable_id": len(rows),
@@ -470,7 +457,7 @@ def build_documents(raw: list[RawDocument], metadata_columns: list[str] | None,
             "text": doc.text,
             "creation_date": doc.creation_date,
             "raw_data": _to_json(doc.row),
-            "metadata": _to_json(metadata),
+            "metadata": _to_json(doc.metadata),
         })
     columns = ["id", "human_readable_id", "title", "text", "creation_date", "raw_data", "metadata"]
     return pd.DataFrame(rows, columns=columns), problems

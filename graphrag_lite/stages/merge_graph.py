@@ -37,16 +37,15 @@ def run(ctx: StageContext) -> StageResult:
             result = merged(overrides.with_merges(outcome.picks, MODEL_CHOSE))
         result.counts.update({"ambiguous_names_asked": len(asked), "merged_by_the_model": len(outcome.picks),
                               "model_answers_changed_with_order": len(outcome.changed_with_order)})
-    problems = outcome.problems
     return StageResult(
         tables={"merged_entities": result.entities, "merged_relationships": result.relationships,
                 "entity_aliases": result.aliases, "ambiguous_aliases": result.ambiguous_aliases},
         summary=summary(result),
-        problems=problems,
+        problems=outcome.problems,
         details={**result.counts, "relationships_left_out": result.problems,
                  "overrides_not_applied": result.overrides_not_applied,
                  "model_answer_changed_with_order_for": outcome.changed_with_order},
-        complete=not problems,
+        complete=not outcome.problems,
     )
 
 
