@@ -8,8 +8,9 @@ from typing import Any
 
 from graphrag_lite.query.index import IndexTables
 
+KINDS = ("Sources", "Entities", "Relationships", "Reports", "Claims")
 _REFERENCE = re.compile(r"\[Data:([^\]]*)\]", re.IGNORECASE)
-_GROUP = re.compile(r"(Sources|Entities|Relationships|Reports|Claims)\s*\(([^)]*)\)", re.IGNORECASE)  # KINDS
+_GROUP = re.compile(rf"({'|'.join(KINDS)})\s*\(([^)]*)\)", re.IGNORECASE)
 
 
 def cited_ids(answer: str) -> dict[str, list[int]]:
@@ -22,19 +23,12 @@ def cited_ids(answer: str) -> dict[str, list[int]]:
     return found
 
 
-KINDS = ("Sources", "Entities", "Relationships", "Reports", "Claims")
-
-
 def resolve_citations(answer: str, index: IndexTables) -> dict[str, list[dict[str, Any]]]:
     """Every cited id with its row, under each of the five kinds (an empty list when the answer cites none
     of a kind); an id that is not in the index is listed with `"missing": true`."""
     resolved: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
     for kind, ids in cited_ids(answer).items():
-        rows = []
-        for number in ids:
-            row = _lookup(kind, number, index)
-            rows.append(row if row is not None else {"id": number, "missing": True})
-        resolved[kind] = rows
+        resolved[kind] = [_lookup(kind, number, index) or {"id": number, "missing": True} for number in ids]
     return resolved
 
 

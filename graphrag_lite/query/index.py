@@ -16,6 +16,12 @@ if TYPE_CHECKING:
     from graphrag_lite.query.graph_walk import EntityUnitGraph
     from graphrag_lite.serve.browse import Lookups
 
+
+def _table(name: str) -> cached_property[pd.DataFrame]:
+    """An index table as an attribute of IndexTables, read on first use and kept."""
+    return cached_property(lambda index: index.table(name))
+
+
 class IndexTables:
     def __init__(self, config: GraphRagConfig) -> None:
         self.config = config
@@ -32,17 +38,12 @@ class IndexTables:
                 f"build it with `{index_command(self.config.root_dir)}` (it resumes where the index stopped)")
         return self.store.read(name)
 
-    @cached_property
-    def documents(self) -> pd.DataFrame:
-        return self.table("documents")
-
-    @cached_property
-    def text_units(self) -> pd.DataFrame:
-        return self.table("text_units")
-
-    @cached_property
-    def entities(self) -> pd.DataFrame:
-        return self.table("entities")
+    documents = _table("documents")
+    text_units = _table("text_units")
+    entities = _table("entities")
+    relationships = _table("relationships")
+    communities = _table("communities")
+    reports = _table("community_reports")
 
     @cached_property
     def normalized_titles(self) -> list[tuple[str, str]]:
@@ -102,18 +103,6 @@ class IndexTables:
                     deepest[eid] = within[-1]
             self._deepest[level] = deepest
         return self._deepest[level]
-
-    @cached_property
-    def relationships(self) -> pd.DataFrame:
-        return self.table("relationships")
-
-    @cached_property
-    def communities(self) -> pd.DataFrame:
-        return self.table("communities")
-
-    @cached_property
-    def reports(self) -> pd.DataFrame:
-        return self.table("community_reports")
 
     @cached_property
     def covariates(self) -> pd.DataFrame:
