@@ -139,15 +139,11 @@ def build_variant_index(planned: PlannedVariant, plan: ExperimentPlan, console: 
 def seed_from_other_index(planned: PlannedVariant, indexes: Path) -> str | None:
     """Link in the tables of the longest run of leading stages that another index finished with the same
     fingerprints, and record them as finished here; the pipeline then reuses them. Returns that index."""
-    best: tuple[int, Path | None] = (0, None)
-    for other in sorted(indexes.glob("*/" + STATE_FILE)) if indexes.is_dir() else []:
-        state = read_json(other)
-        shared = reusable_prefix(planned.pipeline, planned.config, OutputStore(other.parent), state,
-                                 len(planned.pipeline.stages))
-        if shared > best[0]:
-            best = (shared, other.parent)
-    count, donor = best
-    if donor is None:
+    shares = [(reusable_prefix(planned.pipeline, planned.config, OutputStore(other.parent), read_json(other),
+                               len(planned.pipeline.stages)), other.parent)
+              for other in (sorted(indexes.glob("*/" + STATE_FILE)) if indexes.is_dir() else [])]
+    count, donor = max(shares, key=lambda share: share[0], default=(0, None))  # the first of the longest
+    if donor is None or count == 0:
         return None
     folder = planned.config.output.base_dir
     folder.mkdir(parents=True, exist_ok=True)
