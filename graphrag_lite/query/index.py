@@ -96,12 +96,8 @@ class IndexTables:
     def deepest_communities(self, level: int) -> dict[str, tuple[int, int]]:
         """Entity id -> (level, community) of its deepest community at or above `level`."""
         if level not in self._deepest:
-            deepest: dict[str, tuple[int, int]] = {}
-            for eid, pairs in self.memberships.items():
-                within = [pair for pair in pairs if pair[0] <= level]
-                if within:
-                    deepest[eid] = within[-1]
-            self._deepest[level] = deepest
+            self._deepest[level] = {eid: within[-1] for eid, pairs in self.memberships.items()
+                                    if (within := [pair for pair in pairs if pair[0] <= level])}
         return self._deepest[level]
 
     @cached_property
