@@ -11,7 +11,7 @@
   const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
     "#9c755f", "#86bcb6", "#d37295", "#8cd17d", "#499894", "#f1ce63", "#a0cbe8", "#ffbe7d"];
   const NO_COMMUNITY = "#a7b0bd";
-  const CITED_KINDS = ["Entities", "Relationships", "Reports", "Claims", "Sources"];
+  const CITED_KINDS = ["Entities", "Relationships", "Reports", "Claims", "Sources"]; // query/citations.py KINDS
 
   const state = {
     cy: null,
@@ -599,8 +599,7 @@
   }
 
   function citedRows(citations) {
-    const kinds = [...CITED_KINDS, ...Object.keys(citations).filter((k) => !CITED_KINDS.includes(k))];
-    const sections = kinds.filter((kind) => (citations[kind] || []).length).map((kind) =>
+    const sections = CITED_KINDS.filter((kind) => (citations[kind] || []).length).map((kind) =>
       el("section", { "aria-label": `Cited ${kind}` }, el("h4", {}, `Cited ${kind} (${citations[kind].length})`),
         el("ul", { class: "list" }, citations[kind].map((row) => citedRow(kind, row)))));
     return el("div", { id: "cited-rows", "data-testid": "cited-rows" },
@@ -614,7 +613,7 @@
       "data-cite-kind": kind, "data-cite-id": id, "data-testid": "cited-row",
     });
     const render = { Entities: citedEntity, Relationships: citedRelationship, Reports: citedReport,
-      Sources: citedSource, Claims: (claim) => claimParts(claim) }[kind] || citedOther;
+      Sources: citedSource, Claims: claimParts }[kind];
     item.append(...render(row, id).filter(Boolean));
     if (row.missing) item.append(el("p", { class: "hint" }, "Not in the context sent to the model."));
     return item;
@@ -642,12 +641,6 @@
     return [el("span", { class: "kind" }, `Source ${id} · ${row.document_title || ""}`),
       el("details", {}, el("summary", {}, (row.text || "").slice(0, 120) + "…"),
         el("p", { class: "source-text" }, row.text || ""))];
-  }
-
-  // A table added later: show whatever text the row has.
-  function citedOther(row, id) {
-    const label = [row.type, row.status].filter(Boolean).join(" · ");
-    return [el("span", { class: "kind" }, `${id} ${label}`), description(row.description || row.text || JSON.stringify(row))];
   }
 
   /* ---------------------------------------------------------------- start */
