@@ -203,11 +203,9 @@ class Lookups:
 
     @cached_property
     def title_position(self) -> dict[str, int]:
-        """Folded title to position; of two entities with one title (two types), the higher degree wins."""
-        found: dict[str, int] = {}
-        for p in self.by_degree:
-            found.setdefault(self.folded[p], p)
-        return found
+        """Folded title to position; of two entities with one title (two types), the higher degree wins (it
+        comes last in the reversed `by_degree`, so it is written last)."""
+        return {self.folded[p]: p for p in reversed(self.by_degree)}
 
     @cached_property
     def by_degree(self) -> list[int]:
@@ -233,9 +231,7 @@ class Lookups:
         columns = {name: _column(frame, name) for name in RELATIONSHIP_COLUMNS}
         # relationships name their ends by title; the graph explorer needs entity ids (of two entities with
         # one title, the higher degree, as for a look-up by title)
-        by_title: dict[str, str] = {}
-        for p in self.by_degree:
-            by_title.setdefault(self.titles[p], self.ids[p])
+        by_title = {self.titles[p]: self.ids[p] for p in reversed(self.by_degree)}
         columns["source_id"] = [by_title.get(str(s)) for s in columns["source"]]
         columns["target_id"] = [by_title.get(str(t)) for t in columns["target"]]
         return columns

@@ -461,12 +461,10 @@
 
   // Parent and child communities: the hierarchy is walked one click at a time.
   function communityLinks(data) {
-    const links = [];
-    if (data.parent !== null && data.parent !== undefined && data.parent >= 0) {
-      links.push(linkButton(`Parent: community ${data.parent}`, () => openCommunity(data.parent)));
-    }
-    for (const child of data.children || []) {
-      links.push(linkButton(`Child: community ${child}`, () => openCommunity(child)));
+    const links = (data.children || []).map((child) =>
+      linkButton(`Child: community ${child}`, () => openCommunity(child)));
+    if (data.parent != null && data.parent >= 0) {
+      links.unshift(linkButton(`Parent: community ${data.parent}`, () => openCommunity(data.parent)));
     }
     return links.length ? el("div", { class: "chips" }, links) : null;
   }
