@@ -363,11 +363,10 @@
     return el("section", { "aria-label": "Relationships" },
       el("h4", {}, `Relationships (${relationships.length})`),
       el("ul", { class: "list", "data-testid": "entity-relationships" }, relationships.map((rel) => {
-        const other = rel.other_id || (rel.source === entity.id ? rel.target : rel.source);
-        // source and target may be titles (the relationships table's own form) or ids: name the other end either way
-        const farEnd = rel.source === entity.id || rel.source === entity.title ? rel.target : rel.source;
+        // the server gives the other end's id; source and target are titles, as in the relationships table
+        const farEnd = rel.source === entity.title ? rel.target : rel.source;
         return el("li", { "data-relationship-id": rel.id },
-          linkButton(rel.other_title || state.titles.get(other) || farEnd, () => openEntity(other, true)),
+          linkButton(state.titles.get(rel.other_id) || farEnd, () => openEntity(rel.other_id, true)),
           el("span", { class: "hint" }, ` · weight ${formatNumber(rel.weight)}`),
           description(rel.description));
       })));
