@@ -238,8 +238,7 @@ def _relationship_rows(index: IndexTables, linked: list[str], per_entity: int
                        ) -> tuple[list[dict[str, Any]], dict[str, tuple[int, ...]]]:
     chosen = {index.title_of[e] for e in linked}
     rels = index.relationships
-    touches = rels["source"].isin(chosen) | rels["target"].isin(chosen)
-    candidates = rels[touches]
+    candidates = rels[rels["source"].isin(chosen) | rels["target"].isin(chosen)]
     inside = candidates[candidates["source"].isin(chosen) & candidates["target"].isin(chosen)]
     outside = candidates.drop(inside.index)
     far_end = [t if s in chosen else s for s, t in zip(outside["source"], outside["target"], strict=True)]
