@@ -45,7 +45,7 @@ from graphrag_lite.query.global_search import (
 )
 from graphrag_lite.query.hops import HopRound, follow_up_query, hop_context, merged_seeds
 from graphrag_lite.query.index import IndexTables
-from graphrag_lite.query.local import LEFT_OUT, LocalContext, build_local_context, name_matches
+from graphrag_lite.query.local import LEFT_OUT, LocalContext, build_local_context, name_matches, pack_sources
 from graphrag_lite.query.retrieval import by_keywords, by_vector, fuse_scores
 from graphrag_lite.tables import CommunityReportRow, plain_json, typed_records
 from graphrag_lite.tokens import count_with
@@ -256,10 +256,7 @@ class GraphRAG:
         if cfg.embedding_model_id and "text_unit_text" in self._vectors():
             vector = await self.embed_question(cfg.embedding_model_id, question)
             rankings.insert(0, self._nearest("text_unit_text", vector, cfg.k))
-        found = fuse_scores(rankings, cfg.k)
-        units = self.index.units_by_id  # built once per index, not a table re-indexed per question
-        return pack("Sources", ["id", "text"], [{"id": units[u][0], "text": units[u][1]} for u in found],
-                    cfg.max_context_tokens)
+        return pack_sources(self.index, list(fuse_scores(rankings, cfg.k)), cfg.max_context_tokens)
 
     # ------------------------------------------------------------ global
 

@@ -102,11 +102,11 @@ def build_local_context(index: IndexTables, cfg: LocalSearchConfig, linked: Rank
     order = _source_order(index, walk.units if walk else None, ids, supported, list(unit_scores))
     if earlier_order:
         order = with_lead(earlier_order, order)
-    sources = _pack_sources(index, order, budget - reports.tokens - graph.tokens)
+    sources = pack_sources(index, order, budget - reports.tokens - graph.tokens)
     if cfg.skip_repeated_descriptions:  # a description copied from passages the sources hold adds nothing: its
         graph = graph.without_repeats(set(order[:len(sources.rows)]))  # tokens go to more sources
         if any(graph.left_out):
-            sources = _pack_sources(index, order, budget - reports.tokens - graph.tokens, after=sources)
+            sources = pack_sources(index, order, budget - reports.tokens - graph.tokens, after=sources)
     tables = [reports, *graph.tables, sources]
     sections = _section_uses(cfg, tables, [len(report_rows), *graph.candidates, len(order)], graph.caps,
                              [0, *graph.left_out, 0])
@@ -280,8 +280,7 @@ def _source_order(index: IndexTables, walked: dict[str, float] | None, linked: l
     return list(fuse_scores([by_entities, retrieved], len(order) + len(retrieved))) if retrieved else by_entities
 
 
-def _pack_sources(index: IndexTables, ranked: list[str], cap: int, after: ContextTable | None = None
-                  ) -> ContextTable:
+def pack_sources(index: IndexTables, ranked: list[str], cap: int, after: ContextTable | None = None) -> ContextTable:
     """The ranked text units while they fit (`after`: the head already packed); rows are made as `pack` takes
     them (it stops at the first that does not fit, so the rest are never made)."""
     units = index.units_by_id
