@@ -186,7 +186,7 @@ def evaluation_key(planned: PlannedVariant, plan: ExperimentPlan) -> str:
     return json_digest(payload, 12)
 
 
-def remaining_budget(plan: ExperimentPlan, spent: float, planned: PlannedVariant | None = None) -> float | None:
+def remaining_budget(plan: ExperimentPlan, spent: float, planned: PlannedVariant) -> float | None:
     """The budget of the next step: what is left of the experiment's budget.max_cost_usd, or the variant's
     own budget (settings.yaml, base, the variant) when that is smaller; BudgetExceeded when nothing is left."""
     limit = plan.spec.budget.max_cost_usd
@@ -194,5 +194,5 @@ def remaining_budget(plan: ExperimentPlan, spent: float, planned: PlannedVariant
         raise BudgetExceeded(f"experiment budget reached: ${spent:.4f} spent of budget.max_cost_usd=${limit}; "
                              "finished variants are kept: raise the budget and run the same command to go on")
     left = None if limit is None else limit - spent
-    own = planned.own_budget if planned is not None else None
+    own = planned.own_budget
     return own if left is None else left if own is None else min(own, left)

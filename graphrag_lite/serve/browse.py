@@ -141,8 +141,9 @@ def warm(index: IndexTables) -> None:
     """Load the tables and build every look-up now, so a server's first request is as quick as the rest
     (MissingIndex, with the command that builds it, when a table is missing)."""
     lookups = index.browse
-    for part in Lookups.PARTS:
-        getattr(lookups, part)
+    for name, part in vars(Lookups).items():
+        if isinstance(part, cached_property):
+            getattr(lookups, name)
     index.memberships  # noqa: B018 - each entity's communities
     index.units_by_id, index.unit_documents  # noqa: B018 - an entity's text units
 
@@ -152,9 +153,6 @@ def warm(index: IndexTables) -> None:
 
 class Lookups:
     """Indexes over one `IndexTables`, each built on first use (so a look-up needs only its own tables)."""
-
-    PARTS = ("title_words", "title_position", "short_id_position", "degree_rank", "relationship_rows",
-             "neighbours", "community_position", "reports", "claims_by_subject")
 
     def __init__(self, index: IndexTables) -> None:
         self.index = index
