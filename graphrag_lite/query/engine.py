@@ -20,7 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from graphrag_lite.config import GraphRagConfig, read_settings, resolve_config
+from graphrag_lite.config import BasicSearchConfig, GraphRagConfig, LocalSearchConfig, read_settings, resolve_config
 from graphrag_lite.context_tables import ContextTable, pack, render
 from graphrag_lite.errors import MissingIndex, index_command
 from graphrag_lite.llm.gateway import Gateway, LLMCallError
@@ -148,9 +148,7 @@ class GraphRAG:
         still lacks after each round, and the next round follows that lead."""
         cfg = self.config.local_search
         context, rounds = await self.alocal_rounds(question, community_level, hops or cfg.hops)
-        prompt = section_prompt(cfg, required=("context_data",))
-        result = await self._answer("local", question, cfg.chat_model_id, prompt, context.tables, response_type,
-                                    on_piece, budgets=context.budgets)
+        result = await self._answer("local", question, cfg, context.tables, response_type, on_piece, context.budgets)
         result.sections = [asdict(s) for s in context.sections]
         result.rounds = [asdict(r) for r in rounds]
         result.problems += [p for r in rounds for p in r.problems]
@@ -240,10 +238,8 @@ class GraphRAG:
     async def abasic_search(self, question: str, response_type: str = DEFAULT_RESPONSE_TYPE,
                             on_piece: OnPiece | None = None) -> SearchResult:
         cfg = self.config.basic_search
-        sources = await self.abasic_context(question)
-        prompt = section_prompt(cfg, required=("context_data",))
-        result = await self._answer("basic", question, cfg.chat_model_id, prompt, [sources], response_type, on_piece,
-                                    budgets={"Sources": cfg.max_context_tokens})
+        result = await self._answer("basic", question, cfg, [await self.abasic_context(question)], response_type,
+                                    on_piece, {"Sources": cfg.max_context_tokens})
         result.problems += self._keyword_only(cfg.embedding_model_id, ("text_unit_text",))
         return result
 
@@ -341,11 +337,13 @@ class GraphRAG:
 
     # ------------------------------------------------------------ shared
 
-    async def _answer(self, method: str, question: str, model_id: str | None, prompt: str, tables: list[ContextTable],
-                      response_type: str, on_piece: OnPiece | None, budgets: dict[str, int]) -> SearchResult:
+    async def _answer(self, method: str, question: str, cfg: LocalSearchConfig | BasicSearchConfig,
+                      tables: list[ContextTable], response_type: str, on_piece: OnPiece | None, budgets: dict[str, int]
+                      ) -> SearchResult:
         context_text = render(tables)
-        system = fill(prompt, context_data=context_text, response_type=response_type)
-        answer = await self._generate(model_id, system, question, f"query_{method}", on_piece, tables)
+        system = fill(section_prompt(cfg, required=("context_data",)), context_data=context_text,
+                      response_type=response_type)
+        answer = await self._generate(cfg.chat_model_id, system, question, f"query_{method}", on_piece, tables)
         return SearchResult(method, question, answer, context_text, {t.name: t.column_rows() for t in tables},
                             self._usage(), budgets=budgets, _index=self.index)
 
