@@ -74,10 +74,8 @@ def load_index(root: Path, config: Path | None, overrides: list[str]) -> LoadedI
     stamp = index_stamp(output)
     if OutputLock(output).held_by_another():
         raise IndexChanging(f"an index run is writing to {output}")
-    for name in TABLES:
+    for name in (*TABLES, "normalized_titles", "entity_unit_graph"):  # built once here, not in the first question
         getattr(base.index, name)
-    base.index.normalized_titles  # noqa: B018 - built once here rather than in the first question
-    base.index.entity_unit_graph  # noqa: B018
     browse.warm(base.index)
     database = PinnedDatabase(base._database)
     engines = {}
