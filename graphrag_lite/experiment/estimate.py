@@ -43,9 +43,7 @@ def estimate_experiment(plan: ExperimentPlan) -> ExperimentEstimate:
         state = read_json(planned.config.output.base_dir / STATE_FILE)
         digests = {t: d for entry in state.values() for t, d in entry.get("outputs", {}).items()}
         for stage in planned.pipeline.stages:
-            found = stages.get(stage.name)
-            if found is None:
-                continue
+            found = stages.get(stage.name, {})  # a stage the dry run did not reach has nothing to count
             if "calls" not in found:
                 if "not estimable" in found.get("note", ""):
                     estimate.not_estimable.append(f"{planned.index}: {stage.name}")

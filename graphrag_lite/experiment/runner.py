@@ -126,8 +126,7 @@ def build_variant_index(planned: PlannedVariant, plan: ExperimentPlan, console: 
     if planned.index in built:
         return run
     built.add(planned.index)
-    folder = planned.config.output.base_dir
-    if not (folder / STATE_FILE).is_file():
+    if not (planned.config.output.base_dir / STATE_FILE).is_file():
         run.shared_from = seed_from_other_index(planned, plan.output / "indexes")
     summary = run_pipeline(planned.config, planned.pipeline, console, brief=True)
     run.stages_run = [name for name, s in summary.stages.items()
