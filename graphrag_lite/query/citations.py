@@ -17,9 +17,8 @@ def cited_ids(answer: str) -> dict[str, list[int]]:
     found: dict[str, list[int]] = {}
     for reference in _REFERENCE.findall(answer):
         for kind, ids in _GROUP.findall(reference):
-            numbers = [int(x) for x in re.findall(r"\d+", ids)]
             bucket = found.setdefault(kind.capitalize(), [])
-            bucket.extend(n for n in numbers if n not in bucket)
+            bucket.extend(n for n in map(int, re.findall(r"\d+", ids)) if n not in bucket)
     return found
 
 
