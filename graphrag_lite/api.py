@@ -22,7 +22,6 @@ def build_index(config: str | Path | GraphRagConfig = ".", overrides: Overrides 
     `overrides` are `--set` strings or a mapping of dotted keys; `method` a pipeline name or file (default:
     the settings' `pipeline`). A folder or file gets the pipeline's recommended settings under the overrides,
     as `graphrag-lite index` does; a GraphRagConfig is taken as it is. Unchanged stages are skipped."""
-    console = console or Console(quiet=True)
     if isinstance(config, GraphRagConfig):
         data = config.model_dump(mode="python", exclude={"root_dir"})
         data["models"] = {k: {**m, "api_key": config.models[k].api_key} for k, m in data["models"].items()}
@@ -39,4 +38,4 @@ def build_index(config: str | Path | GraphRagConfig = ".", overrides: Overrides 
         path = Path(config)
         root, settings = (path.parent, path) if path.is_file() else (path, None)
         cfg, pipeline = configure(root, settings, overrides, method)
-    return run_pipeline(cfg, pipeline, console)
+    return run_pipeline(cfg, pipeline, console or Console(quiet=True))

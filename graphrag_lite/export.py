@@ -45,9 +45,8 @@ def _read_graph(store: OutputStore, root: Path) -> _Graph:
     if not (store.has("entities") and store.has("relationships")):
         raise MissingIndex(f"no entities/relationships tables in {store.base_dir}; build the index with "
                            f"`{index_command(root)}`")
-    entities, relationships = store.read("entities"), store.read("relationships")
-    entities = entities.fillna({"type": "", "description": ""})
-    relationships = relationships.fillna({"description": ""})
+    entities = store.read("entities").fillna({"type": "", "description": ""})
+    relationships = store.read("relationships").fillna({"description": ""})
     memberships: dict[str, dict[int, int]] = {}
     levels: set[int] = set()
     # a pipeline that stops before clustering has a graph but no communities: every entity is in none

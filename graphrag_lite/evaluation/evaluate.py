@@ -94,8 +94,7 @@ async def _evaluate_one(rag: GraphRAG, method: str, question: Question, units: U
         result.failed, result.problems = True, [*result.problems, str(err)]
         with contextlib.suppress(LLMCallError):
             await _search_and_score(rag, method, question, units, False, response_type, result)
-    records = rag.gateway.ledger.records[seen:]
-    usage = summarize(records)
+    usage = summarize(rag.gateway.ledger.records[seen:])
     result.calls, result.tokens, result.paid_usd = usage["calls"], usage["tokens_without_cache"], usage["cost_usd"]
     known = usage["cost_usd_without_cache"]
     result.cost_usd = math.nan if known is None else known
@@ -139,7 +138,7 @@ def summary_table(results: list[QuestionResult], by: tuple[str, ...] = ("method"
     for keys, part in frame.groupby(list(by), sort=False):
         scored = part[part["gold"] > 0]
         recall = scored["found"] / scored["gold"]
-        rows.append({**dict(zip(by, keys if isinstance(keys, tuple) else (keys,), strict=True)),
+        rows.append({**dict(zip(by, keys, strict=True)),  # keys: a tuple, as `by` is a list
                      "questions": len(part), "failures": int(part["failed"].sum()),
                      "all_gold": _mean((scored["found"] == scored["gold"]).astype(float)),
                      "recall": _mean(recall), "exact_match": _mean(part["exact_match"]),

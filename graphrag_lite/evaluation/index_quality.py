@@ -31,9 +31,7 @@ def index_figures(output_dir: Path) -> dict[str, Any]:
             figures[f"communities_level_{level}"] = int(size)
         figures["modularity"] = modularity(tables["entities"], tables["relationships"], communities, level=0)
     problems = integrity_problems(tables)
-    figures["integrity_problems"] = len(problems)
-    figures["integrity_examples"] = problems[:5]
-    return figures
+    return {**figures, "integrity_problems": len(problems), "integrity_examples": problems[:5]}
 
 
 def modularity(entities: pd.DataFrame, relationships: pd.DataFrame, communities: pd.DataFrame, level: int) -> float:

@@ -9,7 +9,7 @@ the first answer gives every variant 0.5, not a false win.
 from __future__ import annotations
 
 import math
-from dataclasses import asdict, dataclass
+from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
@@ -97,10 +97,9 @@ async def judge_pair(gateway: Gateway, model_id: str, question: str, answers: tu
     return judgments
 
 
-def win_rates(judgments: list[dict[str, Any]] | list[Judgment], criteria: list[str]) -> dict[str, float]:
+def win_rates(judgments: list[dict[str, Any]], criteria: list[str]) -> dict[str, float]:
     """The variant's mean points per criterion over every judgment (both orders), and `overall`."""
-    rows = [asdict(j) if isinstance(j, Judgment) else j for j in judgments]
-    rates = {name: _mean([r["points"][name] for r in rows if name in r["points"]]) for name in criteria}
+    rates = {name: _mean([j["points"][name] for j in judgments if name in j["points"]]) for name in criteria}
     rates["overall"] = _mean([v for v in rates.values() if not math.isnan(v)])
     return rates
 

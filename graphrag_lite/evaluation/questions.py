@@ -16,6 +16,7 @@ In CSV, a list is a JSON list in its cell (`["a", "b"]`); anything else is one i
 
 from __future__ import annotations
 
+import contextlib
 import json
 from dataclasses import dataclass
 from pathlib import Path
@@ -103,10 +104,8 @@ def _records(path: Path) -> list[tuple[str, Any]]:
 
 def _csv_cell(value: str) -> Any:
     if value.strip().startswith("["):
-        try:
+        with contextlib.suppress(json.JSONDecodeError):
             return json.loads(value)
-        except json.JSONDecodeError:
-            return value
     return value
 
 

@@ -38,12 +38,8 @@ def sentence_words(text: str) -> tuple[frozenset[str], ...]:
 def found_sentences(evidence: Sequence[str], texts: Iterable[str]) -> set[int]:
     """Indexes of the evidence sentences that one sentence of the texts covers at least half of."""
     context = [words for text in texts for words in sentence_words(text)]
-    found = set()
-    for i, item in enumerate(evidence):
-        wanted = content_words(item)
-        if wanted and any(2 * len(wanted & words) >= len(wanted) for words in context):
-            found.add(i)
-    return found
+    wanted = [content_words(item) for item in evidence]
+    return {i for i, want in enumerate(wanted) if want and any(2 * len(want & words) >= len(want) for words in context)}
 
 
 @dataclass(frozen=True)

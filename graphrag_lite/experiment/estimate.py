@@ -14,6 +14,7 @@ from typing import Any
 
 from rich.console import Console
 
+from graphrag_lite.config import GraphRagConfig
 from graphrag_lite.estimate import CallEstimate
 from graphrag_lite.experiment.runner import ExperimentPlan, PlannedVariant
 from graphrag_lite.pipeline import STATE_FILE, dry_run, stage_fingerprint
@@ -42,9 +43,7 @@ def estimate_experiment(plan: ExperimentPlan) -> ExperimentEstimate:
         state = read_json(planned.config.output.base_dir / STATE_FILE)
         digests = {t: d for entry in state.values() for t, d in entry.get("outputs", {}).items()}
         for stage in planned.pipeline.stages:
-            found = stages.get(stage.name)
-            if found is None:
-                continue
+            found = stages.get(stage.name, {})  # a stage the dry run did not reach has nothing to count
             if "calls" not in found:
                 if "not estimable" in found.get("note", ""):
                     estimate.not_estimable.append(f"{planned.index}: {stage.name}")
@@ -76,8 +75,7 @@ def _query_rows(planned: PlannedVariant, plan: ExperimentPlan) -> list[dict[str,
             return []
         call = CallEstimate("query_local_hop", model_id, extra, 0, extra * cfg.local_search.hop_context_tokens,
                             extra * 30, 0)
-        return [{"what": f"{planned.variant.name}: local rounds after the first", "calls": extra,
-                 "prompt_tokens": call.prompt_tokens, "cost_usd": call.cost(cfg)}]
+        return [_row(f"{planned.variant.name}: local rounds after the first", call, cfg)]
     budgets = {"local": (cfg.local_search.chat_model_id, cfg.local_search.max_context_tokens, cfg.local_search.hops),
                "basic": (cfg.basic_search.chat_model_id, cfg.basic_search.max_context_tokens, 1),
                "global": (cfg.global_search.chat_model_id, cfg.global_search.max_context_tokens, 2)}
@@ -88,16 +86,17 @@ def _query_rows(planned: PlannedVariant, plan: ExperimentPlan) -> list[dict[str,
         count = calls * len(plan.questions)
         call = CallEstimate(f"query_{method}", model_id, count, 0, count * tokens, count * 200, 0)
         note = " (at least: map calls depend on the reports)" if method == "global" else ""
-        rows.append({"what": f"{planned.variant.name}: {method} answers{note}", "calls": count,
-                     "prompt_tokens": call.prompt_tokens, "cost_usd": call.cost(cfg)})
+        rows.append(_row(f"{planned.variant.name}: {method} answers{note}", call, cfg))
     return rows
 
 
 def _judge_row(plan: ExperimentPlan) -> dict[str, Any]:
     judge = plan.spec.judge
     assert judge is not None
-    config = plan.variants[0].config
     count = 2 * (len(plan.variants) - 1) * len(judge.methods) * len(plan.questions)
     call = CallEstimate("judge", judge.model_id, count, 0, count * 1500, count * 300, 0)
-    return {"what": "judge (both orders of every pair)", "calls": count, "prompt_tokens": call.prompt_tokens,
-            "cost_usd": call.cost(config)}
+    return _row("judge (both orders of every pair)", call, plan.variants[0].config)
+
+
+def _row(what: str, call: CallEstimate, config: GraphRagConfig) -> dict[str, Any]:
+    return {"what": what, "calls": call.calls, "prompt_tokens": call.prompt_tokens, "cost_usd": call.cost(config)}

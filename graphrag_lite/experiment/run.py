@@ -95,8 +95,7 @@ def _run_variant(planned: PlannedVariant, plan: ExperimentPlan, console: Console
 @contextlib.contextmanager
 def counting(console: Console, total: int, what: str) -> Iterator[Callable[[], None]]:
     """A progress bar on a terminal (nothing elsewhere); call the yielded function once per item done."""
-    progress = progress_display(console)
-    with progress:
+    with progress_display(console) as progress:
         task = progress.add_task(what, total=total)
         yield lambda: progress.advance(task)
 

@@ -126,8 +126,7 @@ def build_variant_index(planned: PlannedVariant, plan: ExperimentPlan, console: 
     if planned.index in built:
         return run
     built.add(planned.index)
-    folder = planned.config.output.base_dir
-    if not (folder / STATE_FILE).is_file():
+    if not (planned.config.output.base_dir / STATE_FILE).is_file():
         run.shared_from = seed_from_other_index(planned, plan.output / "indexes")
     summary = run_pipeline(planned.config, planned.pipeline, console, brief=True)
     run.stages_run = [name for name, s in summary.stages.items()
@@ -139,15 +138,11 @@ def build_variant_index(planned: PlannedVariant, plan: ExperimentPlan, console: 
 def seed_from_other_index(planned: PlannedVariant, indexes: Path) -> str | None:
     """Link in the tables of the longest run of leading stages that another index finished with the same
     fingerprints, and record them as finished here; the pipeline then reuses them. Returns that index."""
-    best: tuple[int, Path | None] = (0, None)
-    for other in sorted(indexes.glob("*/" + STATE_FILE)) if indexes.is_dir() else []:
-        state = read_json(other)
-        shared = reusable_prefix(planned.pipeline, planned.config, OutputStore(other.parent), state,
-                                 len(planned.pipeline.stages))
-        if shared > best[0]:
-            best = (shared, other.parent)
-    count, donor = best
-    if donor is None:
+    shares = [(reusable_prefix(planned.pipeline, planned.config, OutputStore(other.parent), read_json(other),
+                               len(planned.pipeline.stages)), other.parent)
+              for other in (sorted(indexes.glob("*/" + STATE_FILE)) if indexes.is_dir() else [])]
+    count, donor = max(shares, key=lambda share: share[0], default=(0, None))  # the first of the longest
+    if donor is None or count == 0:
         return None
     folder = planned.config.output.base_dir
     folder.mkdir(parents=True, exist_ok=True)
@@ -190,7 +185,7 @@ def evaluation_key(planned: PlannedVariant, plan: ExperimentPlan) -> str:
     return json_digest(payload, 12)
 
 
-def remaining_budget(plan: ExperimentPlan, spent: float, planned: PlannedVariant | None = None) -> float | None:
+def remaining_budget(plan: ExperimentPlan, spent: float, planned: PlannedVariant) -> float | None:
     """The budget of the next step: what is left of the experiment's budget.max_cost_usd, or the variant's
     own budget (settings.yaml, base, the variant) when that is smaller; BudgetExceeded when nothing is left."""
     limit = plan.spec.budget.max_cost_usd
@@ -198,5 +193,5 @@ def remaining_budget(plan: ExperimentPlan, spent: float, planned: PlannedVariant
         raise BudgetExceeded(f"experiment budget reached: ${spent:.4f} spent of budget.max_cost_usd=${limit}; "
                              "finished variants are kept: raise the budget and run the same command to go on")
     left = None if limit is None else limit - spent
-    own = planned.own_budget if planned is not None else None
+    own = planned.own_budget
     return own if left is None else left if own is None else min(own, left)

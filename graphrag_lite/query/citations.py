@@ -8,21 +8,18 @@ from typing import Any
 
 from graphrag_lite.query.index import IndexTables
 
+KINDS = ("Sources", "Entities", "Relationships", "Reports", "Claims")
 _REFERENCE = re.compile(r"\[Data:([^\]]*)\]", re.IGNORECASE)
-_GROUP = re.compile(r"(Sources|Entities|Relationships|Reports|Claims)\s*\(([^)]*)\)", re.IGNORECASE)  # KINDS
+_GROUP = re.compile(rf"({'|'.join(KINDS)})\s*\(([^)]*)\)", re.IGNORECASE)
 
 
 def cited_ids(answer: str) -> dict[str, list[int]]:
     found: dict[str, list[int]] = {}
     for reference in _REFERENCE.findall(answer):
         for kind, ids in _GROUP.findall(reference):
-            numbers = [int(x) for x in re.findall(r"\d+", ids)]
             bucket = found.setdefault(kind.capitalize(), [])
-            bucket.extend(n for n in numbers if n not in bucket)
+            bucket.extend(n for n in map(int, re.findall(r"\d+", ids)) if n not in bucket)
     return found
-
-
-KINDS = ("Sources", "Entities", "Relationships", "Reports", "Claims")
 
 
 def resolve_citations(answer: str, index: IndexTables) -> dict[str, list[dict[str, Any]]]:
@@ -30,11 +27,7 @@ def resolve_citations(answer: str, index: IndexTables) -> dict[str, list[dict[st
     of a kind); an id that is not in the index is listed with `"missing": true`."""
     resolved: dict[str, list[dict[str, Any]]] = {kind: [] for kind in KINDS}
     for kind, ids in cited_ids(answer).items():
-        rows = []
-        for number in ids:
-            row = _lookup(kind, number, index)
-            rows.append(row if row is not None else {"id": number, "missing": True})
-        resolved[kind] = rows
+        resolved[kind] = [_lookup(kind, number, index) or {"id": number, "missing": True} for number in ids]
     return resolved
 
 

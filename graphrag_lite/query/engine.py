@@ -20,7 +20,7 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
-from graphrag_lite.config import GraphRagConfig, read_settings, resolve_config
+from graphrag_lite.config import BasicSearchConfig, GraphRagConfig, LocalSearchConfig, read_settings, resolve_config
 from graphrag_lite.context_tables import ContextTable, pack, render
 from graphrag_lite.errors import MissingIndex, index_command
 from graphrag_lite.llm.gateway import Gateway, LLMCallError
@@ -45,8 +45,8 @@ from graphrag_lite.query.global_search import (
 )
 from graphrag_lite.query.hops import HopRound, follow_up_query, hop_context, merged_seeds
 from graphrag_lite.query.index import IndexTables
-from graphrag_lite.query.local import LEFT_OUT, LocalContext, build_local_context, name_matches
-from graphrag_lite.query.retrieval import by_keywords, by_vector, fuse, fuse_scores
+from graphrag_lite.query.local import LEFT_OUT, LocalContext, build_local_context, name_matches, pack_sources
+from graphrag_lite.query.retrieval import by_keywords, by_vector, fuse_scores
 from graphrag_lite.tables import CommunityReportRow, plain_json, typed_records
 from graphrag_lite.tokens import count_with
 from graphrag_lite.vector_store import TABLES, check_embedding_model, connect, read_manifest
@@ -148,9 +148,7 @@ class GraphRAG:
         still lacks after each round, and the next round follows that lead."""
         cfg = self.config.local_search
         context, rounds = await self.alocal_rounds(question, community_level, hops or cfg.hops)
-        prompt = section_prompt(cfg, required=("context_data",))
-        result = await self._answer("local", question, cfg.chat_model_id, prompt, context.tables, response_type,
-                                    on_piece, budgets=context.budgets)
+        result = await self._answer("local", question, cfg, context.tables, response_type, on_piece, context.budgets)
         result.sections = [asdict(s) for s in context.sections]
         result.rounds = [asdict(r) for r in rounds]
         result.problems += [p for r in rounds for p in r.problems]
@@ -240,10 +238,8 @@ class GraphRAG:
     async def abasic_search(self, question: str, response_type: str = DEFAULT_RESPONSE_TYPE,
                             on_piece: OnPiece | None = None) -> SearchResult:
         cfg = self.config.basic_search
-        sources = await self.abasic_context(question)
-        prompt = section_prompt(cfg, required=("context_data",))
-        result = await self._answer("basic", question, cfg.chat_model_id, prompt, [sources], response_type, on_piece,
-                                    budgets={"Sources": cfg.max_context_tokens})
+        result = await self._answer("basic", question, cfg, [await self.abasic_context(question)], response_type,
+                                    on_piece, {"Sources": cfg.max_context_tokens})
         result.problems += self._keyword_only(cfg.embedding_model_id, ("text_unit_text",))
         return result
 
@@ -256,10 +252,7 @@ class GraphRAG:
         if cfg.embedding_model_id and "text_unit_text" in self._vectors():
             vector = await self.embed_question(cfg.embedding_model_id, question)
             rankings.insert(0, self._nearest("text_unit_text", vector, cfg.k))
-        found = fuse(rankings, cfg.k)
-        units = self.index.units_by_id  # built once per index, not a table re-indexed per question
-        return pack("Sources", ["id", "text"], [{"id": units[u][0], "text": units[u][1]} for u in found],
-                    cfg.max_context_tokens)
+        return pack_sources(self.index, list(fuse_scores(rankings, cfg.k)), cfg.max_context_tokens)
 
     # ------------------------------------------------------------ global
 
@@ -344,11 +337,13 @@ class GraphRAG:
 
     # ------------------------------------------------------------ shared
 
-    async def _answer(self, method: str, question: str, model_id: str | None, prompt: str, tables: list[ContextTable],
-                      response_type: str, on_piece: OnPiece | None, budgets: dict[str, int]) -> SearchResult:
+    async def _answer(self, method: str, question: str, cfg: LocalSearchConfig | BasicSearchConfig,
+                      tables: list[ContextTable], response_type: str, on_piece: OnPiece | None, budgets: dict[str, int]
+                      ) -> SearchResult:
         context_text = render(tables)
-        system = fill(prompt, context_data=context_text, response_type=response_type)
-        answer = await self._generate(model_id, system, question, f"query_{method}", on_piece, tables)
+        system = fill(section_prompt(cfg, required=("context_data",)), context_data=context_text,
+                      response_type=response_type)
+        answer = await self._generate(cfg.chat_model_id, system, question, f"query_{method}", on_piece, tables)
         return SearchResult(method, question, answer, context_text, {t.name: t.column_rows() for t in tables},
                             self._usage(), budgets=budgets, _index=self.index)
 

@@ -36,9 +36,7 @@ class EntityUnitGraph:
     def __init__(self, entities: pd.DataFrame, relationships: pd.DataFrame, text_units: pd.DataFrame) -> None:
         self.entity_ids = [str(e) for e in entities["id"]]
         self.unit_ids = [str(u) for u in text_units["id"]]
-        position = {eid: i for i, eid in enumerate(self.entity_ids)}
-        offset = len(self.entity_ids)
-        position.update({uid: offset + j for j, uid in enumerate(self.unit_ids)})
+        position = {node: i for i, node in enumerate(self.entity_ids + self.unit_ids)}  # entities, then units
         by_title = {title: position[str(eid)] for eid, title in zip(entities["id"], entities["title"], strict=True)}
         edges: list[tuple[int, int]] = []
         weights: list[float] = []
@@ -54,7 +52,7 @@ class EntityUnitGraph:
             edges += [(position[str(eid)], position[u]) for u in known]
             weights += [1.0] * len(known)
         self.position = position
-        self.transitions = _transitions(offset + len(self.unit_ids), edges, weights)
+        self.transitions = _transitions(len(self.entity_ids) + len(self.unit_ids), edges, weights)
 
     def walk(self, entity_seeds: Mapping[str, float], unit_seeds: Mapping[str, float], damping: float,
              unit_weight: float) -> WalkScores:

@@ -16,6 +16,12 @@ if TYPE_CHECKING:
     from graphrag_lite.query.graph_walk import EntityUnitGraph
     from graphrag_lite.serve.browse import Lookups
 
+
+def _table(name: str) -> cached_property[pd.DataFrame]:
+    """An index table as an attribute of IndexTables, read on first use and kept."""
+    return cached_property(lambda index: index.table(name))
+
+
 class IndexTables:
     def __init__(self, config: GraphRagConfig) -> None:
         self.config = config
@@ -32,17 +38,12 @@ class IndexTables:
                 f"build it with `{index_command(self.config.root_dir)}` (it resumes where the index stopped)")
         return self.store.read(name)
 
-    @cached_property
-    def documents(self) -> pd.DataFrame:
-        return self.table("documents")
-
-    @cached_property
-    def text_units(self) -> pd.DataFrame:
-        return self.table("text_units")
-
-    @cached_property
-    def entities(self) -> pd.DataFrame:
-        return self.table("entities")
+    documents = _table("documents")
+    text_units = _table("text_units")
+    entities = _table("entities")
+    relationships = _table("relationships")
+    communities = _table("communities")
+    reports = _table("community_reports")
 
     @cached_property
     def normalized_titles(self) -> list[tuple[str, str]]:
@@ -95,25 +96,9 @@ class IndexTables:
     def deepest_communities(self, level: int) -> dict[str, tuple[int, int]]:
         """Entity id -> (level, community) of its deepest community at or above `level`."""
         if level not in self._deepest:
-            deepest: dict[str, tuple[int, int]] = {}
-            for eid, pairs in self.memberships.items():
-                within = [pair for pair in pairs if pair[0] <= level]
-                if within:
-                    deepest[eid] = within[-1]
-            self._deepest[level] = deepest
+            self._deepest[level] = {eid: within[-1] for eid, pairs in self.memberships.items()
+                                    if (within := [pair for pair in pairs if pair[0] <= level])}
         return self._deepest[level]
-
-    @cached_property
-    def relationships(self) -> pd.DataFrame:
-        return self.table("relationships")
-
-    @cached_property
-    def communities(self) -> pd.DataFrame:
-        return self.table("communities")
-
-    @cached_property
-    def reports(self) -> pd.DataFrame:
-        return self.table("community_reports")
 
     @cached_property
     def covariates(self) -> pd.DataFrame:

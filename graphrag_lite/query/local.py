@@ -11,6 +11,7 @@ then by how many of the selected relationships they support.
 from __future__ import annotations
 
 import re
+from collections import Counter
 from collections.abc import Container, Mapping, Sequence
 from dataclasses import dataclass, field
 from typing import Any
@@ -21,7 +22,7 @@ from graphrag_lite.config import LocalSearchConfig
 from graphrag_lite.context_tables import ContextTable, pack, row_tokens
 from graphrag_lite.graph.resolution import normalize_name
 from graphrag_lite.query.index import IndexTables
-from graphrag_lite.query.retrieval import RRF_K, fuse, take_turns
+from graphrag_lite.query.retrieval import RRF_K, fuse_scores, take_turns
 from graphrag_lite.tables import CommunityReportRow, CovariateRow, EntityRow, records, typed_records
 
 
@@ -101,11 +102,11 @@ def build_local_context(index: IndexTables, cfg: LocalSearchConfig, linked: Rank
     order = _source_order(index, walk.units if walk else None, ids, supported, list(unit_scores))
     if earlier_order:
         order = with_lead(earlier_order, order)
-    sources = _pack_sources(index, order, budget - reports.tokens - graph.tokens)
+    sources = pack_sources(index, order, budget - reports.tokens - graph.tokens)
     if cfg.skip_repeated_descriptions:  # a description copied from passages the sources hold adds nothing: its
         graph = graph.without_repeats(set(order[:len(sources.rows)]))  # tokens go to more sources
         if any(graph.left_out):
-            sources = _pack_sources(index, order, budget - reports.tokens - graph.tokens, after=sources)
+            sources = pack_sources(index, order, budget - reports.tokens - graph.tokens, after=sources)
     tables = [reports, *graph.tables, sources]
     sections = _section_uses(cfg, tables, [len(report_rows), *graph.candidates, len(order)], graph.caps,
                              [0, *graph.left_out, 0])
@@ -225,10 +226,7 @@ def _report_rows(index: IndexTables, linked: list[str], level: int) -> list[dict
     """Reports of the communities holding the linked entities (each entity's deepest community at or above
     `level`), the communities with the most linked entities first, then by rating."""
     deepest = index.deepest_communities(level)
-    counts: dict[int, int] = {}
-    for eid in linked:
-        if eid in deepest:
-            counts[deepest[eid][1]] = counts.get(deepest[eid][1], 0) + 1
+    counts = Counter(deepest[eid][1] for eid in linked if eid in deepest)
     reports = index.reports[(index.reports["community"].isin(list(counts))) & (index.reports["status"] == "ok")]
     ranked = sorted(typed_records(reports, CommunityReportRow),
                     key=lambda r: (-counts[int(r["community"])], -float(r["rank"])))
@@ -240,14 +238,11 @@ def _relationship_rows(index: IndexTables, linked: list[str], per_entity: int
                        ) -> tuple[list[dict[str, Any]], dict[str, tuple[int, ...]]]:
     chosen = {index.title_of[e] for e in linked}
     rels = index.relationships
-    touches = rels["source"].isin(chosen) | rels["target"].isin(chosen)
-    candidates = rels[touches]
+    candidates = rels[rels["source"].isin(chosen) | rels["target"].isin(chosen)]
     inside = candidates[candidates["source"].isin(chosen) & candidates["target"].isin(chosen)]
     outside = candidates.drop(inside.index)
     far_end = [t if s in chosen else s for s, t in zip(outside["source"], outside["target"], strict=True)]
-    links: dict[str, int] = {}
-    for end in far_end:
-        links[end] = links.get(end, 0) + 1
+    links = Counter(far_end)
     outside = outside.assign(links=[links[e] for e in far_end])
     inside = inside.assign(links=2)
     ordered = pd.concat([inside.sort_values("combined_degree", ascending=False),
@@ -275,20 +270,17 @@ def _source_order(index: IndexTables, walked: dict[str, float] | None, linked: l
     """Text units in the walk's order, or (fusion) by the match order of the entity they mention, then by
     the selected relationships they support, fused with the directly retrieved units."""
     if walked is not None:
-        ranked = list(walked) + [u for u in retrieved if u not in walked]
-    else:
-        units_of = dict(zip(index.entities["id"], index.entities["text_unit_ids"], strict=True))
-        order: dict[str, int] = {}
-        for position, eid in enumerate(linked):
-            for uid in units_of[eid]:
-                order.setdefault(uid, position)
-        by_entities = sorted(order, key=lambda u: (order[u], -len(supported.get(u, ()))))
-        ranked = fuse([by_entities, retrieved], len(order) + len(retrieved)) if retrieved else by_entities
-    return ranked
+        return list(walked) + [u for u in retrieved if u not in walked]
+    units_of = dict(zip(index.entities["id"], index.entities["text_unit_ids"], strict=True))
+    order: dict[str, int] = {}
+    for position, eid in enumerate(linked):
+        for uid in units_of[eid]:
+            order.setdefault(uid, position)
+    by_entities = sorted(order, key=lambda u: (order[u], -len(supported.get(u, ()))))
+    return list(fuse_scores([by_entities, retrieved], len(order) + len(retrieved))) if retrieved else by_entities
 
 
-def _pack_sources(index: IndexTables, ranked: list[str], cap: int, after: ContextTable | None = None
-                  ) -> ContextTable:
+def pack_sources(index: IndexTables, ranked: list[str], cap: int, after: ContextTable | None = None) -> ContextTable:
     """The ranked text units while they fit (`after`: the head already packed); rows are made as `pack` takes
     them (it stops at the first that does not fit, so the rest are never made)."""
     units = index.units_by_id

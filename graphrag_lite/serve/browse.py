@@ -25,6 +25,7 @@ from graphrag_lite.tables import plain_json
 
 SNIPPET_CHARS = 300  # a description in a list of matches: enough to tell two entities apart
 MAX_HOPS = 3  # beyond three hops a neighbourhood is most of a connected graph, not a neighbourhood
+RELATIONSHIP_COLUMNS = ("id", "human_readable_id", "source", "target", "description", "weight")
 CLAIM_COLUMNS = ("id", "human_readable_id", "type", "status", "description", "subject_id", "object_id",
                  "start_date", "end_date", "source_text", "text_unit_id")
 
@@ -100,7 +101,7 @@ def community_detail(index: IndexTables, community: int) -> dict[str, Any]:
         known = f"communities are numbered {numbers[0]} to {numbers[-1]}" if numbers else "the index has none"
         raise NotFound(f"no community {community}; {known}")
     row = {str(k): plain_json(v) for k, v in index.communities.iloc[position].items()}
-    report = lookups.report(int(community))
+    report = lookups.reports.get(int(community))
     members = [lookups.entity_position[e] for e in row.get("entity_ids") or [] if e in lookups.entity_position]
     members.sort(key=lambda p: (-lookups.degrees[p], lookups.titles[p]))
     return {"id": row.get("id"), "community": row["community"], "level": row.get("level"),
@@ -140,8 +141,9 @@ def warm(index: IndexTables) -> None:
     """Load the tables and build every look-up now, so a server's first request is as quick as the rest
     (MissingIndex, with the command that builds it, when a table is missing)."""
     lookups = index.browse
-    for part in Lookups.PARTS:
-        getattr(lookups, part)
+    for name, part in vars(Lookups).items():
+        if isinstance(part, cached_property):
+            getattr(lookups, name)
     index.memberships  # noqa: B018 - each entity's communities
     index.units_by_id, index.unit_documents  # noqa: B018 - an entity's text units
 
@@ -151,9 +153,6 @@ def warm(index: IndexTables) -> None:
 
 class Lookups:
     """Indexes over one `IndexTables`, each built on first use (so a look-up needs only its own tables)."""
-
-    PARTS = ("title_words", "title_position", "short_id_position", "degree_rank", "relationship_rows",
-             "neighbours", "community_position", "_reports", "claims_by_subject")
 
     def __init__(self, index: IndexTables) -> None:
         self.index = index
@@ -202,11 +201,9 @@ class Lookups:
 
     @cached_property
     def title_position(self) -> dict[str, int]:
-        """Folded title to position; of two entities with one title (two types), the higher degree wins."""
-        found: dict[str, int] = {}
-        for p in self.by_degree:
-            found.setdefault(self.folded[p], p)
-        return found
+        """Folded title to position; of two entities with one title (two types), the higher degree wins (it
+        comes last in the reversed `by_degree`, so it is written last)."""
+        return {self.folded[p]: p for p in reversed(self.by_degree)}
 
     @cached_property
     def by_degree(self) -> list[int]:
@@ -229,13 +226,10 @@ class Lookups:
     @cached_property
     def relationship_columns(self) -> dict[str, list[Any]]:
         frame = self.index.relationships
-        columns = {name: _column(frame, name) for name in ("id", "human_readable_id", "source", "target",
-                                                            "description", "weight")}
+        columns = {name: _column(frame, name) for name in RELATIONSHIP_COLUMNS}
         # relationships name their ends by title; the graph explorer needs entity ids (of two entities with
         # one title, the higher degree, as for a look-up by title)
-        by_title: dict[str, str] = {}
-        for p in self.by_degree:
-            by_title.setdefault(self.titles[p], self.ids[p])
+        by_title = {self.titles[p]: self.ids[p] for p in reversed(self.by_degree)}
         columns["source_id"] = [by_title.get(str(s)) for s in columns["source"]]
         columns["target_id"] = [by_title.get(str(t)) for t in columns["target"]]
         return columns
@@ -244,8 +238,8 @@ class Lookups:
     def relationship_rows(self) -> list[dict[str, Any]]:
         """Each relationship as the dict an entity's detail lists (built once: a hub has thousands)."""
         columns = self.relationship_columns
-        names = ("id", "human_readable_id", "source", "target", "description", "weight")
-        return [dict(zip(names, values, strict=True)) for values in zip(*(columns[n] for n in names), strict=True)]
+        return [dict(zip(RELATIONSHIP_COLUMNS, values, strict=True))
+                for values in zip(*(columns[n] for n in RELATIONSHIP_COLUMNS), strict=True)]
 
     @cached_property
     def neighbours(self) -> dict[str, dict[str, list[int]]]:
@@ -271,7 +265,8 @@ class Lookups:
         return pairs[-1][1] if pairs else None
 
     @cached_property
-    def _reports(self) -> dict[int, dict[str, Any]]:
+    def reports(self) -> dict[int, dict[str, Any]]:
+        """Community number -> its report's fields."""
         try:
             frame = self.index.reports
         except MissingIndex:  # reports not built yet: every community is shown without one
@@ -279,9 +274,6 @@ class Lookups:
         columns = [c for c in ("title", "summary", "rank", "findings", "full_content") if c in frame.columns]
         rows = frame[["community", *columns]].to_dict("records")
         return {int(row["community"]): {c: plain_json(row[c]) for c in columns} for row in rows}
-
-    def report(self, community: int) -> dict[str, Any] | None:
-        return self._reports.get(community)
 
     # claims and text units -----------------------------------------
     @cached_property
@@ -328,7 +320,7 @@ def _claims_of(lookups: Lookups, title: str) -> list[dict[str, Any]]:
 def _communities_of(lookups: Lookups, entity_id: str) -> list[dict[str, Any]]:
     found = []
     for level, community in lookups.index.memberships.get(entity_id, []):
-        report = lookups.report(community)
+        report = lookups.reports.get(community)
         row = lookups.index.communities.iloc[lookups.community_position[community]]
         found.append({"community": community, "level": level,
                       "title": (report or {}).get("title") or plain_json(row.get("title")),

@@ -62,15 +62,8 @@ class LoadedIndex:
 
 def index_stamp(output_dir: Path) -> tuple[tuple[int, int], ...]:
     """What changes when an index run writes: stats.json (at its end) and pipeline_state.json (per stage)."""
-    found = []
-    for name in ("stats.json", "pipeline_state.json"):
-        path = output_dir / name
-        found.append((path.stat().st_mtime_ns, path.stat().st_size) if path.is_file() else (0, 0))
-    return tuple(found)
-
-
-def run_in_progress(output_dir: Path) -> bool:
-    return OutputLock(output_dir).held_by_another()
+    paths = (output_dir / "stats.json", output_dir / "pipeline_state.json")
+    return tuple((path.stat().st_mtime_ns, path.stat().st_size) if path.is_file() else (0, 0) for path in paths)
 
 
 def load_index(root: Path, config: Path | None, overrides: list[str]) -> LoadedIndex:
@@ -79,12 +72,10 @@ def load_index(root: Path, config: Path | None, overrides: list[str]) -> LoadedI
     base = GraphRAG.from_config(root, config, overrides)
     output = base.config.output.base_dir
     stamp = index_stamp(output)
-    if run_in_progress(output):
+    if OutputLock(output).held_by_another():
         raise IndexChanging(f"an index run is writing to {output}")
-    for name in TABLES:
+    for name in (*TABLES, "normalized_titles", "entity_unit_graph"):  # built once here, not in the first question
         getattr(base.index, name)
-    base.index.normalized_titles  # noqa: B018 - built once here rather than in the first question
-    base.index.entity_unit_graph  # noqa: B018
     browse.warm(base.index)
     database = PinnedDatabase(base._database)
     engines = {}
@@ -99,7 +90,7 @@ def load_index(root: Path, config: Path | None, overrides: list[str]) -> LoadedI
     from graphrag_lite.pipeline import last_run
 
     run = last_run(output)  # read before the check below, so it belongs to the tables loaded
-    if run_in_progress(output) or index_stamp(output) != stamp:
+    if OutputLock(output).held_by_another() or index_stamp(output) != stamp:
         raise IndexChanging(f"an index run wrote to {output} while it was being loaded")
     return LoadedIndex(base.config, engines, stamp, run)
 
@@ -144,7 +135,8 @@ class IndexHolder:
         no run is writing); a load that fails is tried again when the index changes again."""
         output = self.current.config.output.base_dir
         stamp = index_stamp(output)
-        if stamp in (self.current.stamp, self._failed_stamp) or not _completed(output) or run_in_progress(output):
+        if stamp in (self.current.stamp, self._failed_stamp) or not _completed(output) or \
+                OutputLock(output).held_by_another():
             return False
         try:
             fresh = await asyncio.to_thread(load_index, *self.args)

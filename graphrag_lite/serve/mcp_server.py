@@ -98,9 +98,8 @@ def build_server(served: ServedIndex) -> MCPServer:
                            community_level: CommunityLevel = 2) -> str:
         """Answer a question about specific entities from the knowledge graph: the entities it names, their
         relationships, claims, community reports and source text. Returns the answer, then its sources."""
-        rag = await engine()
-        result = await rag.alocal_search(question, response_type=response_type, community_level=community_level)
-        return search_text(result)
+        return search_text(await (await engine()).alocal_search(question, response_type=response_type,
+                                                                community_level=community_level))
 
     @server.tool(structured_output=False)
     @_reported
@@ -108,9 +107,8 @@ def build_server(served: ServedIndex) -> MCPServer:
                             community_level: CommunityLevel = 2) -> str:
         """Answer a question about the whole collection (main themes, overall summary) by map-reduce over
         the community reports of a level. Returns the answer, then the reports it cites."""
-        rag = await engine()
-        result = await rag.aglobal_search(question, response_type=response_type, community_level=community_level)
-        return search_text(result)
+        return search_text(await (await engine()).aglobal_search(question, response_type=response_type,
+                                                                 community_level=community_level))
 
     @server.tool(structured_output=False)
     @_reported

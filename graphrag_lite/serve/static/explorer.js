@@ -11,7 +11,7 @@
   const PALETTE = ["#4e79a7", "#f28e2b", "#59a14f", "#e15759", "#76b7b2", "#edc948", "#b07aa1", "#ff9da7",
     "#9c755f", "#86bcb6", "#d37295", "#8cd17d", "#499894", "#f1ce63", "#a0cbe8", "#ffbe7d"];
   const NO_COMMUNITY = "#a7b0bd";
-  const CITED_KINDS = ["Entities", "Relationships", "Reports", "Claims", "Sources"];
+  const CITED_KINDS = ["Entities", "Relationships", "Reports", "Claims", "Sources"]; // query/citations.py KINDS
 
   const state = {
     cy: null,
@@ -363,11 +363,10 @@
     return el("section", { "aria-label": "Relationships" },
       el("h4", {}, `Relationships (${relationships.length})`),
       el("ul", { class: "list", "data-testid": "entity-relationships" }, relationships.map((rel) => {
-        const other = rel.other_id || (rel.source === entity.id ? rel.target : rel.source);
-        // source and target may be titles (the relationships table's own form) or ids: name the other end either way
-        const farEnd = rel.source === entity.id || rel.source === entity.title ? rel.target : rel.source;
+        // the server gives the other end's id; source and target are titles, as in the relationships table
+        const farEnd = rel.source === entity.title ? rel.target : rel.source;
         return el("li", { "data-relationship-id": rel.id },
-          linkButton(rel.other_title || state.titles.get(other) || farEnd, () => openEntity(other, true)),
+          linkButton(state.titles.get(rel.other_id) || farEnd, () => openEntity(rel.other_id, true)),
           el("span", { class: "hint" }, ` · weight ${formatNumber(rel.weight)}`),
           description(rel.description));
       })));
@@ -461,12 +460,10 @@
 
   // Parent and child communities: the hierarchy is walked one click at a time.
   function communityLinks(data) {
-    const links = [];
-    if (data.parent !== null && data.parent !== undefined && data.parent >= 0) {
-      links.push(linkButton(`Parent: community ${data.parent}`, () => openCommunity(data.parent)));
-    }
-    for (const child of data.children || []) {
-      links.push(linkButton(`Child: community ${child}`, () => openCommunity(child)));
+    const links = (data.children || []).map((child) =>
+      linkButton(`Child: community ${child}`, () => openCommunity(child)));
+    if (data.parent != null && data.parent >= 0) {
+      links.unshift(linkButton(`Parent: community ${data.parent}`, () => openCommunity(data.parent)));
     }
     return links.length ? el("div", { class: "chips" }, links) : null;
   }
@@ -599,8 +596,7 @@
   }
 
   function citedRows(citations) {
-    const kinds = [...CITED_KINDS, ...Object.keys(citations).filter((k) => !CITED_KINDS.includes(k))];
-    const sections = kinds.filter((kind) => (citations[kind] || []).length).map((kind) =>
+    const sections = CITED_KINDS.filter((kind) => (citations[kind] || []).length).map((kind) =>
       el("section", { "aria-label": `Cited ${kind}` }, el("h4", {}, `Cited ${kind} (${citations[kind].length})`),
         el("ul", { class: "list" }, citations[kind].map((row) => citedRow(kind, row)))));
     return el("div", { id: "cited-rows", "data-testid": "cited-rows" },
@@ -614,7 +610,7 @@
       "data-cite-kind": kind, "data-cite-id": id, "data-testid": "cited-row",
     });
     const render = { Entities: citedEntity, Relationships: citedRelationship, Reports: citedReport,
-      Sources: citedSource, Claims: (claim) => claimParts(claim) }[kind] || citedOther;
+      Sources: citedSource, Claims: claimParts }[kind];
     item.append(...render(row, id).filter(Boolean));
     if (row.missing) item.append(el("p", { class: "hint" }, "Not in the context sent to the model."));
     return item;
@@ -642,12 +638,6 @@
     return [el("span", { class: "kind" }, `Source ${id} · ${row.document_title || ""}`),
       el("details", {}, el("summary", {}, (row.text || "").slice(0, 120) + "…"),
         el("p", { class: "source-text" }, row.text || ""))];
-  }
-
-  // A table added later: show whatever text the row has.
-  function citedOther(row, id) {
-    const label = [row.type, row.status].filter(Boolean).join(" · ");
-    return [el("span", { class: "kind" }, `${id} ${label}`), description(row.description || row.text || JSON.stringify(row))];
   }
 
   /* ---------------------------------------------------------------- start */
