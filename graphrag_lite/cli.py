@@ -10,7 +10,6 @@ import shlex
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
 from typing import TYPE_CHECKING, Annotated, Any
 
@@ -99,22 +98,14 @@ def init(
                   highlight=False, markup=False)
 
 
-@dataclass(frozen=True)
-class RunOptions:
-    force: bool = False
-    from_stage: str | None = None
-    no_cache: bool = False
-    dry_run: bool = False
-    batch: bool = False
-
-
 BatchFlag = Annotated[bool, typer.Option("--batch", help="send the model calls as provider batch jobs: about half "
                                          "the price, answered within 24 hours; a stopped run re-attaches to its "
                                          "batches when run again")]
 
 
-def build_index(out: Console, root: Path, config: Path | None, set_: list[str], method: str | None,
-                options: RunOptions, update: bool = False) -> int:
+def build_index(out: Console, root: Path, config: Path | None, set_: list[str], method: str | None, *,
+                update: bool = False, force: bool = False, from_stage: str | None = None, no_cache: bool = False,
+                dry_run: bool = False, batch: bool = False) -> int:
     """`index` and `update`: run the pipeline (or estimate it), and say how it ended; returns the exit code.
     Over an existing index, what changed in the input is listed before any model call."""
     from graphrag_lite.pipeline import configure, indexed_pipeline, run_pipeline
@@ -132,19 +123,18 @@ def build_index(out: Console, root: Path, config: Path | None, set_: list[str], 
             out.print(f"[yellow]note:[/yellow] the index in {cfg.output.base_dir} was built with the "
                       f"{built_with[0]} method; this run uses {pipeline.name}, and re-runs what it changes "
                       f"(`update`, or --method {built_with[1]}, keeps {built_with[0]})", highlight=False)
-    cfg.batch.enabled = options.batch
+    cfg.batch.enabled = batch
     verb = "Updating" if built_with is not None else "Indexing"
     out.print(f"{verb} with pipeline [bold]{pipeline.name}[/bold] ({' → '.join(s.name for s in pipeline.stages)})",
               highlight=False)
     if built_with is not None:
         _print_pending_changes(out, cfg)
-    if options.dry_run:
-        print_estimates(estimate_pipeline(cfg, pipeline, out, use_cache=not options.no_cache), options.batch)
+    if dry_run:
+        print_estimates(estimate_pipeline(cfg, pipeline, out, use_cache=not no_cache), batch)
         return 0
     started, since = time.perf_counter(), time.time()
     with batch_progress(out, cfg):
-        summary = run_pipeline(cfg, pipeline, out, force=options.force, from_stage=options.from_stage,
-                               use_cache=not options.no_cache)
+        summary = run_pipeline(cfg, pipeline, out, force=force, from_stage=from_stage, use_cache=not no_cache)
     print_run_end(out, summary, next_query(cfg, root, config), time.perf_counter() - started)
     print_batch_end(out, summary, since)
     if summary.problems:
@@ -257,8 +247,8 @@ def index(
 ) -> int:
     """Build (or resume) the index: runs the pipeline's stages, skipping those whose inputs are unchanged.
     Over an existing index this is an update (see `graphrag-lite update`)."""
-    return build_index(Console(quiet=True) if quiet else console, root, config, set_ or [], method,
-                       RunOptions(force, from_stage, no_cache, dry_run, batch))
+    return build_index(Console(quiet=True) if quiet else console, root, config, set_ or [], method, force=force,
+                       from_stage=from_stage, no_cache=no_cache, dry_run=dry_run, batch=batch)
 
 
 @app.command()
@@ -281,8 +271,8 @@ def update(
     Lists what changed before any model call, then extracts only new text units; what only deleted text
     supported disappears; communities start from the last partition, and a community with the same members,
     relationships and claims keeps its report. An interrupted update resumes when run again."""
-    return build_index(Console(quiet=True) if quiet else console, root, config, set_ or [], method,
-                       RunOptions(no_cache=no_cache, dry_run=dry_run, batch=batch), update=True)
+    return build_index(Console(quiet=True) if quiet else console, root, config, set_ or [], method, update=True,
+                       no_cache=no_cache, dry_run=dry_run, batch=batch)
 
 
 @app.command()
@@ -310,14 +300,13 @@ def show(
         raise MissingIndex(f"no index in {store.base_dir}{so_far}; build it with `{index_command(cfg.root_dir)}`")
     console.print(f"Index in {store.base_dir}: " + ", ".join(f"{n} {len(store.read(n)):,}" for n in present),
                   highlight=False)
-    if store.has("entities"):
-        entities = store.read("entities").sort_values(["degree", "frequency"], ascending=False).head(top)
-        listing = Table(title=f"Top {len(entities)} entities by degree")
-        for column in ("entity", "type", "degree", "mentions"):
-            listing.add_column(column)
-        for row in entities.itertuples():
-            listing.add_row(str(row.title), str(row.type), str(row.degree), str(row.frequency))
-        console.print(listing)
+    entities = store.read("entities").sort_values(["degree", "frequency"], ascending=False).head(top)
+    listing = Table(title=f"Top {len(entities)} entities by degree")
+    for column in ("entity", "type", "degree", "mentions"):
+        listing.add_column(column)
+    for row in entities.itertuples():
+        listing.add_row(str(row.title), str(row.type), str(row.degree), str(row.frequency))
+    console.print(listing)
     if store.has("communities"):
         levels = store.read("communities").groupby("level").size()
         console.print("Communities per level: " + ", ".join(f"level {k}: {v}" for k, v in levels.items()))
