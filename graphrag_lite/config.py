@@ -83,6 +83,23 @@ def _default_models() -> dict[str, ModelConfig]:
     }
 
 
+def _a_regular_expression(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as err:
+        raise ValueError(f"{value!r} is not a valid regular expression: {err}") from None
+    return value
+
+
+def _a_known_encoding(value: str | None) -> str | None:
+    try:
+        if value is not None:
+            codecs.lookup(value.replace("-sig", "") if value.lower() != "utf-8-sig" else value)
+    except LookupError:
+        raise ValueError(f"{value!r} is not a known text encoding (utf-8, latin-1, cp1252, ...)") from None
+    return value
+
+
 class InputConfig(Section):
     class FileRule(Section):
         """One entry of input.files: settings for the files whose path matches `pattern`. A key left out
@@ -104,15 +121,8 @@ class InputConfig(Section):
                                  "to), e.g. {pattern: '.*\\.csv$', text_column: body}")
             return data
 
-        @field_validator("pattern")
-        @classmethod
-        def _a_regular_expression(cls, value: str) -> str:
-            return InputConfig._a_regular_expression(value)
-
-        @field_validator("encoding")
-        @classmethod
-        def _a_known_encoding(cls, value: str | None) -> str | None:
-            return None if value is None else InputConfig._a_known_encoding(value)
+        _pattern_compiles = field_validator("pattern")(_a_regular_expression)
+        _encoding_known = field_validator("encoding")(_a_known_encoding)
 
     base_dir: Path = Field(Path("input"), description="folder of documents, read recursively")
     file_pattern: str = Field(r".*\.(txt|md|csv|json|jsonl|parquet|pdf|docx|html?)$",
@@ -129,23 +139,8 @@ class InputConfig(Section):
                                          "rule leaves out (encoding, text_column, title_column, id_column, "
                                          "metadata) come from this section")
 
-    @field_validator("file_pattern")
-    @classmethod
-    def _a_regular_expression(cls, value: str) -> str:
-        try:
-            re.compile(value)
-        except re.error as err:
-            raise ValueError(f"{value!r} is not a valid regular expression: {err}") from None
-        return value
-
-    @field_validator("encoding")
-    @classmethod
-    def _a_known_encoding(cls, value: str) -> str:
-        try:
-            codecs.lookup(value.replace("-sig", "") if value.lower() != "utf-8-sig" else value)
-        except LookupError:
-            raise ValueError(f"{value!r} is not a known text encoding (utf-8, latin-1, cp1252, ...)") from None
-        return value
+    _pattern_compiles = field_validator("file_pattern")(_a_regular_expression)
+    _encoding_known = field_validator("encoding")(_a_known_encoding)
 
 
 class ChunkingConfig(Section):
@@ -694,18 +689,18 @@ def describe_validation_error(err: ValidationError, file: str, overridden: typin
         setter = _set_by(key, overridden)
         source = file if setter is None else overrides_from if isinstance(overrides_from, str) else \
             overrides_from.get(setter, file)
+        given = problem.get("input")
         if problem["type"] == "extra_forbidden":
-            valid = _field_names_at(GraphRagConfig, loc[:-1])
+            inner, _ = _walk(GraphRagConfig, loc[:-1])
+            valid = list(inner.model_fields) if inner is not None else []
             lines.append(f"{source}: unknown key '{key}'{_suggest(loc[-1], valid, prefix=loc[:-1])}")
-            continue
-        if problem["type"] == "value_error":  # a check of ours: its message says what is wrong and expected
-            given = problem.get("input")
+        elif problem["type"] == "value_error":  # a check of ours: its message says what is wrong and expected
             shown = "" if isinstance(given, dict) else f" = {given!r}"  # a section's check names its keys
             lines.append(f"{source}: {key}{shown}: {problem['msg'].removeprefix('Value error, ')}")
-            continue
-        expected = _annotation_at(GraphRagConfig, loc)
-        given = problem.get("input")
-        lines.append(f"{source}: {key} = {given!r}: {problem['msg']}" + (f" (expected {expected})" if expected else ""))
+        else:
+            _, annotation = _walk(GraphRagConfig, loc)
+            expected = f" (expected {_type_name(annotation)})" if annotation is not None else ""
+            lines.append(f"{source}: {key} = {given!r}: {problem['msg']}{expected}")
     return "\n".join(lines)
 
 
@@ -747,18 +742,6 @@ def unwrap_optional(annotation: Any) -> Any:
         if len(args) == 1:
             return args[0]
     return annotation
-
-
-def _field_names_at(model: type[BaseModel], loc: list[str]) -> list[str]:
-    inner, _ = _walk(model, loc)
-    return list(inner.model_fields) if inner is not None else []
-
-
-def _annotation_at(model: type[BaseModel], loc: list[str]) -> str | None:
-    _, annotation = _walk(model, loc)
-    if annotation is None:
-        return None
-    return _type_name(annotation)
 
 
 def _type_name(annotation: Any) -> str:
