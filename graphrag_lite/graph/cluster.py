@@ -119,11 +119,7 @@ def hierarchical_leiden(graph: ig.Graph, max_cluster_size: int, seed: int, use_l
 
 
 def largest_component(graph: ig.Graph) -> list[int]:
-    components = graph.connected_components()
-    if len(components) == 0:
-        return []
-    best = max(components, key=lambda c: (len(c), -min(c)))
-    return sorted(best)
+    return sorted(max(graph.connected_components(), key=lambda c: (len(c), -min(c)), default=[]))
 
 
 def _split(graph: ig.Graph, members: list[int], level: int, max_size: int, seed: int, names: list[str],

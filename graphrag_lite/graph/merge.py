@@ -174,7 +174,6 @@ def _relationship_rows(raw: pd.DataFrame, keys: list[tuple[str, str]], canonical
     rows = [(a, b, list(dict.fromkeys(d for d in e["descriptions"] if d)), sum(e["weights"]),
              list(dict.fromkeys(e["units"]))) for (a, b), e in merged.items()]
     table = pd.DataFrame(rows, columns=RELATIONSHIP_COLUMNS).sort_values(["source", "target"], kind="stable")
-    problems = unknown
     counts = {"raw_relationship_records": len(raw), "relationships": len(table),
               "relationships_to_unknown_entities": len(unknown), "self_loops_after_merging": self_loops}
-    return table.reset_index(drop=True), problems, counts
+    return table.reset_index(drop=True), unknown, counts

@@ -274,14 +274,8 @@ class _NameIndex:
 
     def containing(self, key: str) -> set[str]:
         """Names sharing every word of `key` (through words that are not too common)."""
-        lists = [self.postings[w] for w in set(key.split()) if len(self.postings[w]) <= MAX_POSTING]
-        if not lists:
-            return set()
-        result = set(lists[0])
-        for other in lists[1:]:
-            result &= set(other)
-        result.discard(key)
-        return result
+        lists = [set(self.postings[w]) for w in set(key.split()) if len(self.postings[w]) <= MAX_POSTING]
+        return set.intersection(*lists) - {key} if lists else set()
 
     def nearest_evidenced(self, key: str, targets: list[str]) -> str | None:
         """The fullest of `targets` (most words, then most mentioned) that the graph ties to `key`."""
