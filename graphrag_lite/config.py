@@ -528,11 +528,9 @@ def apply_overrides(data: dict[str, Any], overrides: Overrides) -> None:
     for path, value in override_items(overrides):
         node = data
         for part in path[:-1]:
-            child = node.get(part)
-            if not isinstance(child, dict):
-                child = {}
-                node[part] = child
-            node = child
+            if not isinstance(node.get(part), dict):
+                node[part] = {}
+            node = node[part]
         node[path[-1]] = value
 
 
@@ -711,9 +709,7 @@ def _set_by(key: str, overridden: typing.Collection[str]) -> str | None:
 
 def _suggest(name: str, valid: typing.Iterable[str], prefix: list[str] | None = None) -> str:
     close = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.5)
-    if not close:
-        return ""
-    return f"; did you mean '{'.'.join([*(prefix or []), close[0]])}'?"
+    return f"; did you mean '{'.'.join([*(prefix or []), close[0]])}'?" if close else ""
 
 
 def _walk(model: type[BaseModel], loc: list[str]) -> tuple[type[BaseModel] | None, Any]:
