@@ -124,35 +124,28 @@ def largest_component(graph: ig.Graph) -> list[int]:
 
 def _split(graph: ig.Graph, members: list[int], level: int, max_size: int, seed: int, names: list[str],
            previous: Previous | None) -> list[Group]:
-    initial = _initial(members, level, names, previous)
-    groups = partition(graph, members, seed, initial, _fixed(members, level, names, previous))
+    groups = partition(graph, members, seed, *_start(members, level, names, previous))
     if level > 0 and len(groups) < 2:  # cannot be split: it stays a leaf
         return []
     return [Group(g, _split(graph, g, level + 1, max_size, seed, names, previous) if len(g) > max_size else [])
             for g in groups]
 
 
-def _initial(members: list[int], level: int, names: list[str], previous: Previous | None) -> list[int] | None:
+def _start(members: list[int], level: int, names: list[str], previous: Previous | None
+           ) -> tuple[list[int] | None, list[bool] | None]:
     """Leiden's starting partition: each vertex in its previous community at this level, a new one alone;
-    None (every vertex alone) when no vertex has one, so a new component is clustered as in a first run."""
-    if previous is None or level >= len(previous.membership):
-        return None
-    last = previous.membership[level]
-    labels: list[tuple[str, object]] = [("old", last[names[v]]) if names[v] in last else ("new", v) for v in members]
-    if all(kind == "new" for kind, _ in labels):
-        return None
-    dense: dict[tuple[str, object], int] = {}
-    return [dense.setdefault(label, len(dense)) for label in labels]
-
-
-def _fixed(members: list[int], level: int, names: list[str], previous: Previous | None) -> list[bool] | None:
-    """The settled vertices that had a community at this level keep it: a part of the graph an update did
+    None (every vertex alone) when no vertex has one, so a new component is clustered as in a first run.
+    And the vertices that keep theirs: the settled ones that had one, so a part of the graph an update did
     not touch keeps its communities."""
     if previous is None or level >= len(previous.membership):
-        return None
+        return None, None
     last = previous.membership[level]
+    labels: list[tuple[str, object]] = [("old", last[names[v]]) if names[v] in last else ("new", v) for v in members]
+    fresh = all(kind == "new" for kind, _ in labels)
+    dense: dict[tuple[str, object], int] = {}
+    initial = None if fresh else [dense.setdefault(label, len(dense)) for label in labels]
     fixed = [names[v] in previous.settled and names[v] in last for v in members]
-    return fixed if any(fixed) else None
+    return initial, (fixed if any(fixed) else None)
 
 
 def _memo_key(graph: ig.Graph, members: list[int], max_size: int, seed: int, names: list[str]) -> str:
