@@ -722,12 +722,11 @@ def _walk(model: type[BaseModel], loc: list[str]) -> tuple[type[BaseModel] | Non
             if field is None:
                 return None, None
             annotation = field.annotation
-            current = unwrap_optional(annotation)
         elif typing.get_origin(current) is dict:  # a dict key such as a model id
             annotation = typing.get_args(current)[1]
-            current = unwrap_optional(annotation)
         else:
             return None, annotation
+        current = unwrap_optional(annotation)
     return (current if isinstance(current, type) and issubclass(current, BaseModel) else None), annotation
 
 

@@ -508,8 +508,6 @@ def _resolve_chains(decisions: dict[str, AliasDecision]) -> list[AliasDecision]:
 def majority(values: list[str]) -> tuple[str, list[str]]:
     """The most common value (the first seen on ties) and the others, in order of first appearance. An
     empty value (a type not known: an entity created from a relationship's end) loses to any other."""
-    values = [v for v in values if v] or values[:1]
-    counts = Counter(values)
-    order = list(dict.fromkeys(values))
-    winner = max(order, key=lambda v: (counts[v], -order.index(v)))
-    return winner, [v for v in order if v != winner]
+    counts = Counter([v for v in values if v] or values[:1])  # in order of first appearance
+    winner = max(counts, key=counts.__getitem__)  # the first of the most common
+    return winner, [v for v in counts if v != winner]
