@@ -293,8 +293,7 @@ def show(
 
     cfg = load_config(root, config, set_ or [])
     store = OutputStore(cfg.output.base_dir)
-    names = [*INDEX_TABLES, "entity_aliases"]
-    present = [n for n in names if store.has(n)]
+    present = [n for n in (*INDEX_TABLES, "entity_aliases") if store.has(n)]
     if "entities" not in present:  # a dry run, or a run stopped early, leaves its first tables only
         so_far = f" (only {', '.join(present)} so far)" if present else ""
         raise MissingIndex(f"no index in {store.base_dir}{so_far}; build it with `{index_command(cfg.root_dir)}`")
@@ -358,7 +357,7 @@ def aliases(
     console.print(f"names merged into another's node by a rule: {len(names):,} (" +
                   "; ".join(f"{r} {n:,}" for r, n in counts.items()) + f"); other spellings of one name "
                   f"(case, punctuation, a man's honorific): {len(table) - len(ruled):,}", highlight=False)
-    shown = table if every else table[table["reason"] != NORMALIZED]
+    shown = table if every else ruled
     if reason:
         shown = shown[shown["reason"].str.contains(reason, case=False, regex=False)]
     print_merges(shown)
@@ -732,10 +731,10 @@ def print_experiment_estimate(file: Path) -> None:
 
     plan = plan_experiment(file)
     found = estimate_experiment(plan)
+    variants = f"{len(plan.variants)} variants, {len({p.index for p in plan.variants})} distinct indexes"
     if not found.rows and not found.not_estimable:
-        console.print(f"{len(plan.variants)} variants, {len({p.index for p in plan.variants})} distinct indexes: no "
-                      "model calls (no stage calls a model as configured, and no answers are generated). The "
-                      "model-free stages ran; the real run reuses them.", highlight=False)
+        console.print(f"{variants}: no model calls (no stage calls a model as configured, and no answers are "
+                      "generated). The model-free stages ran; the real run reuses them.", highlight=False)
         return
     listing = Table(title=f"Model calls experiment {file.name} would make (dry run: no model was called)")
     for column in ("what", "calls", "prompt tokens", "cost (est.)"):
@@ -745,10 +744,9 @@ def print_experiment_estimate(file: Path) -> None:
         listing.add_row(row["what"], f"{row['calls']:,}", f"{row['prompt_tokens']:,}", cost)
     console.print(listing)
     gleaning = any(r["what"].endswith(("extract_graph", "extract_claims")) for r in found.rows)
-    console.print(f"{len(plan.variants)} variants, {len({p.index for p in plan.variants})} distinct indexes: "
-                  f"{found.calls:,} calls at most, about ${found.cost_usd:.4f}. Answers are counted at the full "
-                  "context budget" + (", and every possible gleaning call" if gleaning else "") + ": upper bounds.",
-                  highlight=False)
+    console.print(f"{variants}: {found.calls:,} calls at most, about ${found.cost_usd:.4f}. Answers are counted at "
+                  "the full context budget" + (", and every possible gleaning call" if gleaning else "")
+                  + ": upper bounds.", highlight=False)
     if found.not_estimable:
         console.print("Not estimable before extraction (their calls depend on its results): "
                       + ", ".join(found.not_estimable), highlight=False)
