@@ -524,19 +524,13 @@ def print_estimates(estimates: dict[str, Any], batch: bool = False) -> None:
     for column in ("stage", "calls", "prompt tokens", "completion (est.)", "batch cost (est.)" if batch else
                    "cost (est.)"):
         table.add_column(column, justify="left" if column == "stage" else "right")
-    total = 0.0
-    unknown: list[str] = []
-    unchanged: list[str] = []
-    for stage, found in estimates.items():
-        if "calls" not in found:
-            note = str(found.get("note", ""))
-            if note.startswith(("depends", "will call")):
-                unknown.append(stage)
-            elif note.startswith("unchanged"):
-                unchanged.append(stage)
-            continue
+    estimated = {stage: found for stage, found in estimates.items() if "calls" in found}
+    notes = {stage: str(found.get("note", "")) for stage, found in estimates.items() if stage not in estimated}
+    unknown = [stage for stage, note in notes.items() if note.startswith(("depends", "will call"))]
+    unchanged = [stage for stage, note in notes.items() if note.startswith("unchanged")]
+    total = sum(found["estimated_cost_usd"] or 0.0 for found in estimated.values())
+    for stage, found in estimated.items():
         cost = found["estimated_cost_usd"]
-        total += cost or 0.0
         table.add_row(stage, f"{found['calls']:,} + ≤{found['up_to_extra_calls']:,}",
                       f"{found['prompt_tokens']:,} + ~{found['estimated_extra_prompt_tokens']:,}",
                       f"{found['estimated_completion_tokens']:,}", "?" if cost is None else f"${cost:.4f}")

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from graphrag_lite.errors import ConfigError
+
 # sections whose model key is `model_id` here (GraphRAG 3.x: completion_model_id / embedding_model_id)
 STAGE_SECTIONS = ("extract_graph", "summarize_descriptions", "extract_claims", "community_reports",
                   "entity_resolution")
@@ -146,8 +148,6 @@ def _storage(data: dict[str, Any], notes: list[str]) -> None:
 def _folder(storage: dict[str, Any], where: str, target: dict[str, Any]) -> None:
     kind = str(storage.get("type", "file"))
     if kind != "file":
-        from graphrag_lite.errors import ConfigError
-
         raise ConfigError(f"{where}.type: {kind} storage is not supported; graphrag-lite reads and writes local "
                           "folders (copy the data locally, or set `file`)")
     if storage.get("base_dir"):
