@@ -107,11 +107,6 @@ def example_parser(text: str, types: list[str]) -> Callable[[str], ParsedReply]:
     return parse
 
 
-def sample_units(units: pd.DataFrame, limit: int, seed: int) -> list[str]:
-    texts = [str(t) for t in units["text"]]
-    return random.Random(seed).sample(texts, min(limit, len(texts)))
-
-
 def _joined(texts: list[str], budget: int) -> str:
     kept: list[str] = []
     used = 0
@@ -278,7 +273,7 @@ def write_tuned(config: GraphRagConfig, settings: Path, folder: Path, tuning: Tu
     settings are checked by loading them before anything is written."""
     from graphrag_lite.config import load_config
 
-    text = settings.read_text(encoding="utf-8")
+    text = previous = settings.read_text(encoding="utf-8")
     written = []
     for (section, setting), prompt in tuned_prompts(config, tuning).items():
         path = folder / TUNED_FILES[section, setting]
@@ -290,7 +285,6 @@ def write_tuned(config: GraphRagConfig, settings: Path, folder: Path, tuning: Tu
     for path, prompt in written:
         _keep_own_edits(path, prompt)
         path.write_text(prompt, encoding="utf-8")
-    previous = settings.read_text(encoding="utf-8")
     settings.write_text(text, encoding="utf-8")
     try:
         load_config(settings.parent, settings)
@@ -319,10 +313,10 @@ def tune_project(config: GraphRagConfig, settings: Path, folder: Path, domain: s
                  limit: int = 15, examples: int = 2, seed: int = 0) -> tuple[Tuning, list[Path]]:
     """Sample, ask, write (see the module's docstring). Returns what was learned and the files written."""
     count_with(config.chunking.encoding_model)
-    units = text_units(config)
-    if units.empty:
+    texts = [str(t) for t in text_units(config)["text"]]
+    if not texts:
         raise ConfigError(f"no text in {config.input.base_dir}: put documents there before tuning prompts")
-    sample = sample_units(units, limit, seed)
+    sample = random.Random(seed).sample(texts, min(limit, len(texts)))
     template = fill(load_prompt(None, prompt_file(config.extract_graph, "prompt")), tuple_delimiter=TUPLE_DELIMITER,
                     record_delimiter=RECORD_DELIMITER, completion_delimiter=COMPLETION_DELIMITER)
     gateway = Gateway(config)

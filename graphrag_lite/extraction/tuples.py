@@ -234,13 +234,9 @@ def _add_relationship(parsed: ParsedReply, fields: list[str], record: str) -> No
         parsed.dropped.append(f"relationship with {len(fields) - 1} of 4 fields: {record[:200]}")
         return
     source, target = clean_name(fields[1]), clean_name(fields[2])
-    strength = 1.0  # GraphRAG's default when a model leaves the strength out
-    description_fields = fields[3:]
     found = _strength(fields[-1]) if len(fields) >= 5 or _NUMBER.fullmatch(clean_value(fields[-1])) else None
-    if found is not None:
-        strength = found
-        description_fields = fields[3:-1]
-    description = clean_value(" ".join(description_fields))
+    strength = 1.0 if found is None else found  # 1: GraphRAG's default when a model leaves the strength out
+    description = clean_value(" ".join(fields[3:] if found is None else fields[3:-1]))
     cell = _STRENGTH_CELL.search(description)  # "... | 9 |": the strength written as a table cell
     if found is None and cell:
         strength, description = float(cell.group(1)), clean_value(description[: cell.start()])
