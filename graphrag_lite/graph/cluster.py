@@ -169,26 +169,23 @@ def _group_from_names(item: list[Any], index: dict[str, int]) -> Group:
 def number_tree(roots: list[Group], names: list[str], previous: Previous | None) -> list[Community]:
     """Communities numbered level by level, in order; remembered numbers, then `previous` ones, kept. Each
     group gets its number (so the memo stores it)."""
-    levels: list[list[tuple[Group, int]]] = []  # per level: (group, index of its parent in the level above)
-    frontier: list[tuple[Group, int]] = [(g, -1) for g in roots]
+    levels: list[list[tuple[Group, Group | None]]] = []  # per level: (group, its parent)
+    frontier: list[tuple[Group, Group | None]] = [(g, None) for g in roots]
     while frontier:
         levels.append(frontier)
-        frontier = [(child, i) for i, (group, _) in enumerate(frontier) for child in group.children]
+        frontier = [(child, group) for group, _ in frontier for child in group.children]
     number_groups(levels, names, previous)
-    communities: list[Community] = []
-    for level, nodes in enumerate(levels):
-        for group, parent in nodes:
-            parent_number = levels[level - 1][parent][0].number if parent >= 0 else -1
-            assert group.number is not None and parent_number is not None
-            communities.append(Community(group.number, level, parent_number, group.members))
-    by_number = {c.community: c for c in communities}
-    for c in communities:
-        if c.parent >= 0:
-            by_number[c.parent].children.append(c.community)
-    return communities
+
+    def number(group: Group) -> int:
+        assert group.number is not None
+        return group.number
+
+    return [Community(number(group), level, -1 if parent is None else number(parent), group.members,
+                      [number(child) for child in group.children])
+            for level, nodes in enumerate(levels) for group, parent in nodes]
 
 
-def number_groups(levels: list[list[tuple[Group, int]]], names: list[str], previous: Previous | None) -> None:
+def number_groups(levels: list[list[tuple[Group, Group | None]]], names: list[str], previous: Previous | None) -> None:
     """A number for every group without one: the number of the previous community of its level with the same
     members, else with the largest overlap (Jaccard >= MIN_OVERLAP, each number used once); the others are
     numbered after every number in use, in order."""
