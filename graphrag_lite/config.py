@@ -467,9 +467,6 @@ def substitute_env(text: str, env: typing.Mapping[str, str | None], source: str)
     lines = []
     for number, full_line in enumerate(text.splitlines(keepends=True), start=1):
         line, comment = _split_comment(full_line)
-        if not line.strip():
-            lines.append(full_line)
-            continue
 
         def replace(match: re.Match[str], number: int = number) -> str:
             if match.group(1) == "$":
@@ -630,7 +627,7 @@ def config_from_data(data: dict[str, Any], path: Path, overrides: Overrides = ()
     user_models = data.get("models") or {}
     if isinstance(user_models, dict):
         defaults = {k: m.model_dump(exclude_unset=True) for k, m in _default_models().items()}
-        data["models"] = {**defaults, **{k: {**defaults.get(k, {}), **(v or {})} if isinstance(v, dict) else v
+        data["models"] = {**defaults, **{k: {**defaults.get(k, {}), **v} if isinstance(v, dict) else v
                                          for k, v in user_models.items()}}
     items = override_items(overrides)
     apply_overrides(data, dict((".".join(p), v) for p, v in items))

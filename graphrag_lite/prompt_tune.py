@@ -13,6 +13,7 @@ unusable stops the command with what the model said, and nothing is written.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import random
 import re
@@ -108,14 +109,9 @@ def example_parser(text: str, types: list[str]) -> Callable[[str], ParsedReply]:
 
 
 def _joined(texts: list[str], budget: int) -> str:
-    kept: list[str] = []
-    used = 0
-    for text in texts:
-        tokens = count_tokens(text)
-        if kept and used + tokens > budget:
-            break
-        kept.append(text)
-        used += tokens
+    """The first texts whose tokens add up to at most `budget` (the first one whatever its size)."""
+    totals = itertools.accumulate(count_tokens(text) for text in texts)
+    kept = [text for i, (text, total) in enumerate(zip(texts, totals, strict=True)) if i == 0 or total <= budget]
     return "\n\n---\n\n".join(kept)
 
 
