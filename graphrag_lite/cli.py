@@ -169,8 +169,7 @@ def batch_progress(out: Console, cfg: Any) -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt:
-        left = pending(cfg.output.base_dir)
-        if left:
+        if left := pending(cfg.output.base_dir):
             calls = counted(sum(len(b["custom_ids"]) for b in left), "call")
             errors.print(f"{counted(len(left), 'batch')} ({calls}) left at the provider: the same command takes the "
                          "answers without sending the calls again", highlight=False)
@@ -201,8 +200,7 @@ def print_batch_end(out: Console, summary: Any, since: float) -> None:
     from graphrag_lite.storage import read_json, write_json
 
     store = BatchStore(summary.output_dir / BATCH_FILE)
-    counts = store.last_run(since)
-    if counts:
+    if counts := store.last_run(since):
         out.print(describe_run(counts), highlight=False)
         stats = read_json(summary.output_dir / STATS_FILE)
         write_json(summary.output_dir / STATS_FILE, {**stats, "batch": counts})
@@ -507,8 +505,7 @@ def describe_failures(summary: Any) -> str:
     for name in summary.incomplete:
         details = summary.stages[name].get("details", {})
         if "failed_text_units" in details:
-            units = details.get("text_units", 0)
-            parts.append(f"{name} ({details['failed_text_units']} of {units} text units failed, "
+            parts.append(f"{name} ({details['failed_text_units']} of {details.get('text_units', 0)} text units failed, "
                          f"{details.get('partly_extracted_text_units', 0)} partly extracted)")
         else:
             count = len(summary.stages[name].get("problems", []))
