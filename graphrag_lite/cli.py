@@ -828,8 +828,7 @@ def evaluate(
     from graphrag_lite.tables import plain_json
 
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
-    unknown = [m for m in chosen if m not in METHODS]
-    if unknown or not chosen:
+    if not chosen or any(m not in METHODS for m in chosen):
         raise ConfigError(f"--methods {methods}: choose from {', '.join(METHODS)}")
     asked = load_questions(questions)
     rag = GraphRAG.from_config(root, config, set_ or [])

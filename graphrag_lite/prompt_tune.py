@@ -245,13 +245,10 @@ TUNED_FILES = {("extract_graph", "prompt"): "extract_graph.txt", ("extract_graph
 def tuned_prompts(config: GraphRagConfig, tuning: Tuning) -> dict[tuple[str, str], str]:
     """(section, setting) -> the tuned prompt's text, from the packaged prompts."""
     packaged = {key: load_prompt(None, prompt_file(getattr(config, key[0]), key[1])) for key in TUNED_FILES}
-    domain_line = f"The texts are about {tuning.domain}.\n\n"
-    return {("extract_graph", "prompt"): tuned_extraction(packaged["extract_graph", "prompt"], tuning,
-                                                          example_as_tuples),
-            ("extract_graph", "json_prompt"): tuned_extraction(packaged["extract_graph", "json_prompt"], tuning,
-                                                               example_as_json),
-            ("summarize_descriptions", "prompt"): domain_line + packaged["summarize_descriptions", "prompt"],
-            ("community_reports", "prompt"): domain_line + packaged["community_reports", "prompt"]}
+    examples = {("extract_graph", "prompt"): example_as_tuples, ("extract_graph", "json_prompt"): example_as_json}
+    # the extraction prompts get the corpus's own worked examples, the others a line naming the domain
+    return {key: tuned_extraction(text, tuning, examples[key]) if key in examples else
+            f"The texts are about {tuning.domain}.\n\n{text}" for key, text in packaged.items()}
 
 
 def _keep_own_edits(path: Path, prompt: str) -> None:
