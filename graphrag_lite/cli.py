@@ -154,9 +154,8 @@ def batch_progress(out: Console, cfg: Any) -> Iterator[None]:
     batches left running when the run is stopped; without it, a note on batches an earlier run left."""
     from graphrag_lite.llm.batch import LOG, counted, pending
 
-    left = pending(cfg.output.base_dir)
     if not cfg.batch.enabled:
-        if left:
+        if left := pending(cfg.output.base_dir):
             out.print(f"[yellow]note:[/yellow] an earlier `--batch` run left {counted(len(left), 'batch')} whose "
                       "answers no run has taken; with --batch this run would take them instead of sending those "
                       "calls again", highlight=False)
