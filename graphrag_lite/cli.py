@@ -4,14 +4,14 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import functools
 import logging
 import shlex
 import time
 import traceback
 from collections.abc import Callable, Iterator
-from dataclasses import dataclass
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any, TypeVar
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.console import Console
@@ -35,7 +35,6 @@ app.add_typer(experiment_app, name="experiment")
 
 console = Console(soft_wrap=True)
 errors = Console(stderr=True, soft_wrap=True)
-T = TypeVar("T")
 
 RootOption = Annotated[Path, typer.Option("--root", "-r", help="project folder (holds settings.yaml)")]
 ConfigOption = Annotated[Path | None, typer.Option("--config", "-c",
@@ -49,27 +48,34 @@ QuietOption = Annotated[bool, typer.Option("--quiet", "-q", help="print errors o
 NoModelOption = Annotated[bool, typer.Option("--no-model", help="call no model: answer with the ranked evidence "
                                              "and find entities by keywords (no key needed)")]
 
-def _guarded(verbose: bool, action: Callable[[], T]) -> T:
-    """Run a command: a one-line reason and a non-zero exit code on failure (the traceback with --verbose)."""
-    try:
-        return action()
-    except KeyboardInterrupt:
-        errors.print("[yellow]interrupted[/yellow]: completed stages are kept; run the same command to resume")
-        raise typer.Exit(130) from None
-    except GraphragLiteError as err:
-        if verbose:
-            errors.print(traceback.format_exc(), markup=False, highlight=False)
-        errors.print(f"[red]error:[/red] {escape(str(err))}", highlight=False)  # "[serve]" is no markup
-        raise typer.Exit(err.exit_code) from None
-    except Exception as err:  # an unexpected failure still gets one clear line
-        if verbose:
-            errors.print(traceback.format_exc(), markup=False, highlight=False)
-        errors.print(f"[red]error:[/red] {type(err).__name__}: {escape(str(err))} (run with --verbose for the "
-                     "traceback)", highlight=False)
-        raise typer.Exit(1) from None
+def guarded(command: Callable[..., int | None]) -> Callable[..., None]:
+    """A command that fails with a one-line reason and a non-zero exit code (the traceback with --verbose),
+    and exits with the code it returns, if any."""
+    @functools.wraps(command)
+    def run(**options: Any) -> None:
+        try:
+            code = command(**options)
+        except KeyboardInterrupt:
+            errors.print("[yellow]interrupted[/yellow]: completed stages are kept; run the same command to resume")
+            raise typer.Exit(130) from None
+        except Exception as err:
+            if options.get("verbose"):
+                errors.print(traceback.format_exc(), markup=False, highlight=False)
+            if isinstance(err, GraphragLiteError):
+                errors.print(f"[red]error:[/red] {escape(str(err))}", highlight=False)  # "[serve]" is no markup
+                raise typer.Exit(err.exit_code) from None
+            # an unexpected failure still gets one clear line
+            errors.print(f"[red]error:[/red] {type(err).__name__}: {escape(str(err))} (run with --verbose for the "
+                         "traceback)", highlight=False)
+            raise typer.Exit(1) from None
+        if code is not None:
+            raise typer.Exit(code)
+
+    return run
 
 
 @app.command()
+@guarded
 def init(
     root: Annotated[Path, typer.Argument(help="folder for the new project (created if missing)")] = Path("."),
     root_option: Annotated[Path | None, typer.Option("--root", "-r", help="the same folder, as GraphRAG's init "
@@ -82,9 +88,7 @@ def init(
     from graphrag_lite.project import init_project
 
     root = root_option or root
-
-    written = _guarded(verbose, lambda: init_project(root, force=force))
-    for path in written:
+    for path in init_project(root, force=force):
         console.print(f"wrote {path}")
     where = shlex.quote(str(root))
     console.print(f"Next:\n  1. put your documents in {root / 'input'}\n"
@@ -94,22 +98,14 @@ def init(
                   highlight=False, markup=False)
 
 
-@dataclass(frozen=True)
-class RunOptions:
-    force: bool = False
-    from_stage: str | None = None
-    no_cache: bool = False
-    dry_run: bool = False
-    batch: bool = False
-
-
 BatchFlag = Annotated[bool, typer.Option("--batch", help="send the model calls as provider batch jobs: about half "
                                          "the price, answered within 24 hours; a stopped run re-attaches to its "
                                          "batches when run again")]
 
 
-def build_index(out: Console, root: Path, config: Path | None, set_: list[str], method: str | None,
-                options: RunOptions, update: bool = False) -> int:
+def build_index(out: Console, root: Path, config: Path | None, set_: list[str], method: str | None, *,
+                update: bool = False, force: bool = False, from_stage: str | None = None, no_cache: bool = False,
+                dry_run: bool = False, batch: bool = False) -> int:
     """`index` and `update`: run the pipeline (or estimate it), and say how it ended; returns the exit code.
     Over an existing index, what changed in the input is listed before any model call."""
     from graphrag_lite.pipeline import configure, indexed_pipeline, run_pipeline
@@ -127,19 +123,18 @@ def build_index(out: Console, root: Path, config: Path | None, set_: list[str], 
             out.print(f"[yellow]note:[/yellow] the index in {cfg.output.base_dir} was built with the "
                       f"{built_with[0]} method; this run uses {pipeline.name}, and re-runs what it changes "
                       f"(`update`, or --method {built_with[1]}, keeps {built_with[0]})", highlight=False)
-    cfg.batch.enabled = options.batch
+    cfg.batch.enabled = batch
     verb = "Updating" if built_with is not None else "Indexing"
     out.print(f"{verb} with pipeline [bold]{pipeline.name}[/bold] ({' → '.join(s.name for s in pipeline.stages)})",
               highlight=False)
     if built_with is not None:
         _print_pending_changes(out, cfg)
-    if options.dry_run:
-        print_estimates(estimate_pipeline(cfg, pipeline, out, use_cache=not options.no_cache), options.batch)
+    if dry_run:
+        print_estimates(estimate_pipeline(cfg, pipeline, out, use_cache=not no_cache), batch)
         return 0
     started, since = time.perf_counter(), time.time()
     with batch_progress(out, cfg):
-        summary = run_pipeline(cfg, pipeline, out, force=options.force, from_stage=options.from_stage,
-                               use_cache=not options.no_cache)
+        summary = run_pipeline(cfg, pipeline, out, force=force, from_stage=from_stage, use_cache=not no_cache)
     print_run_end(out, summary, next_query(cfg, root, config), time.perf_counter() - started)
     print_batch_end(out, summary, since)
     if summary.problems:
@@ -159,9 +154,8 @@ def batch_progress(out: Console, cfg: Any) -> Iterator[None]:
     batches left running when the run is stopped; without it, a note on batches an earlier run left."""
     from graphrag_lite.llm.batch import LOG, counted, pending
 
-    left = pending(cfg.output.base_dir)
     if not cfg.batch.enabled:
-        if left:
+        if left := pending(cfg.output.base_dir):
             out.print(f"[yellow]note:[/yellow] an earlier `--batch` run left {counted(len(left), 'batch')} whose "
                       "answers no run has taken; with --batch this run would take them instead of sending those "
                       "calls again", highlight=False)
@@ -174,8 +168,7 @@ def batch_progress(out: Console, cfg: Any) -> Iterator[None]:
     try:
         yield
     except KeyboardInterrupt:
-        left = pending(cfg.output.base_dir)
-        if left:
+        if left := pending(cfg.output.base_dir):
             calls = counted(sum(len(b["custom_ids"]) for b in left), "call")
             errors.print(f"{counted(len(left), 'batch')} ({calls}) left at the provider: the same command takes the "
                          "answers without sending the calls again", highlight=False)
@@ -206,8 +199,7 @@ def print_batch_end(out: Console, summary: Any, since: float) -> None:
     from graphrag_lite.storage import read_json, write_json
 
     store = BatchStore(summary.output_dir / BATCH_FILE)
-    counts = store.last_run(since)
-    if counts:
+    if counts := store.last_run(since):
         out.print(describe_run(counts), highlight=False)
         stats = read_json(summary.output_dir / STATS_FILE)
         write_json(summary.output_dir / STATS_FILE, {**stats, "batch": counts})
@@ -234,6 +226,7 @@ def _print_pending_changes(out: Console, cfg: Any) -> None:
 
 
 @app.command()
+@guarded
 def index(
     root: RootOption = Path("."),
     config: ConfigOption = None,
@@ -248,19 +241,15 @@ def index(
     batch: BatchFlag = False,
     quiet: QuietOption = False,
     verbose: VerboseOption = False,
-) -> None:
+) -> int:
     """Build (or resume) the index: runs the pipeline's stages, skipping those whose inputs are unchanged.
     Over an existing index this is an update (see `graphrag-lite update`)."""
-    out = Console(quiet=True) if quiet else console
-
-    def run() -> int:
-        return build_index(out, root, config, set_ or [], method, RunOptions(force, from_stage, no_cache, dry_run,
-                                                                              batch))
-
-    raise typer.Exit(_guarded(verbose, run))
+    return build_index(Console(quiet=True) if quiet else console, root, config, set_ or [], method, force=force,
+                       from_stage=from_stage, no_cache=no_cache, dry_run=dry_run, batch=batch)
 
 
 @app.command()
+@guarded
 def update(
     root: RootOption = Path("."),
     config: ConfigOption = None,
@@ -273,22 +262,18 @@ def update(
     batch: BatchFlag = False,
     quiet: QuietOption = False,
     verbose: VerboseOption = False,
-) -> None:
+) -> int:
     """Update an existing index after documents were added, changed, renamed or deleted in the input folder.
 
     Lists what changed before any model call, then extracts only new text units; what only deleted text
     supported disappears; communities start from the last partition, and a community with the same members,
     relationships and claims keeps its report. An interrupted update resumes when run again."""
-    out = Console(quiet=True) if quiet else console
-
-    def run() -> int:
-        return build_index(out, root, config, set_ or [], method,
-                           RunOptions(no_cache=no_cache, dry_run=dry_run, batch=batch), update=True)
-
-    raise typer.Exit(_guarded(verbose, run))
+    return build_index(Console(quiet=True) if quiet else console, root, config, set_ or [], method, update=True,
+                       no_cache=no_cache, dry_run=dry_run, batch=batch)
 
 
 @app.command()
+@guarded
 def show(
     root: RootOption = Path("."),
     config: ConfigOption = None,
@@ -303,36 +288,32 @@ def show(
     from graphrag_lite.storage import OutputStore
     from graphrag_lite.tables import INDEX_TABLES
 
-    def run() -> None:
-        cfg = load_config(root, config, set_ or [])
-        store = OutputStore(cfg.output.base_dir)
-        names = [*INDEX_TABLES, "entity_aliases"]
-        present = [n for n in names if store.has(n)]
-        if "entities" not in present:  # a dry run, or a run stopped early, leaves its first tables only
-            so_far = f" (only {', '.join(present)} so far)" if present else ""
-            raise MissingIndex(f"no index in {store.base_dir}{so_far}; build it with `{index_command(cfg.root_dir)}`")
-        console.print(f"Index in {store.base_dir}: " + ", ".join(f"{n} {len(store.read(n)):,}" for n in present),
-                      highlight=False)
-        if store.has("entities"):
-            entities = store.read("entities").sort_values(["degree", "frequency"], ascending=False).head(top)
-            listing = Table(title=f"Top {len(entities)} entities by degree")
-            for column in ("entity", "type", "degree", "mentions"):
-                listing.add_column(column)
-            for row in entities.itertuples():
-                listing.add_row(str(row.title), str(row.type), str(row.degree), str(row.frequency))
-            console.print(listing)
-        if store.has("communities"):
-            levels = store.read("communities").groupby("level").size()
-            console.print("Communities per level: " + ", ".join(f"level {k}: {v}" for k, v in levels.items()))
-        if store.has("community_reports"):
-            reports = store.read("community_reports").sort_values("rank", ascending=False).head(min(top, 5))
-            for row in reports.itertuples():
-                console.print(f"  [{row.rank:.1f}] level {row.level}: {row.title}", highlight=False)
-
-    _guarded(verbose, run)
+    cfg = load_config(root, config, set_ or [])
+    store = OutputStore(cfg.output.base_dir)
+    present = [n for n in (*INDEX_TABLES, "entity_aliases") if store.has(n)]
+    if "entities" not in present:  # a dry run, or a run stopped early, leaves its first tables only
+        so_far = f" (only {', '.join(present)} so far)" if present else ""
+        raise MissingIndex(f"no index in {store.base_dir}{so_far}; build it with `{index_command(cfg.root_dir)}`")
+    console.print(f"Index in {store.base_dir}: " + ", ".join(f"{n} {len(store.read(n)):,}" for n in present),
+                  highlight=False)
+    entities = store.read("entities").sort_values(["degree", "frequency"], ascending=False).head(top)
+    listing = Table(title=f"Top {len(entities)} entities by degree")
+    for column in ("entity", "type", "degree", "mentions"):
+        listing.add_column(column)
+    for row in entities.itertuples():
+        listing.add_row(str(row.title), str(row.type), str(row.degree), str(row.frequency))
+    console.print(listing)
+    if store.has("communities"):
+        levels = store.read("communities").groupby("level").size()
+        console.print("Communities per level: " + ", ".join(f"level {k}: {v}" for k, v in levels.items()))
+    if store.has("community_reports"):
+        reports = store.read("community_reports").sort_values("rank", ascending=False).head(min(top, 5))
+        for row in reports.itertuples():
+            console.print(f"  [{row.rank:.1f}] level {row.level}: {row.title}", highlight=False)
 
 
 @app.command()
+@guarded
 def aliases(
     root: RootOption = Path("."),
     config: ConfigOption = None,
@@ -355,36 +336,33 @@ def aliases(
     from graphrag_lite.graph.resolution import normalize_name
     from graphrag_lite.storage import OutputStore
 
-    def run() -> None:
-        cfg = load_config(root, config, set_ or [])
-        store = OutputStore(cfg.output.base_dir)
-        if not store.has("entity_aliases"):
-            raise MissingIndex(f"no entity_aliases table in {store.base_dir}; build the index with "
-                               f"`{index_command(cfg.root_dir)}`")
-        if ambiguous:
-            if not store.has("ambiguous_aliases"):
-                raise MissingIndex("this index predates the ambiguous_aliases table; rebuild it with "
-                                   f"`{index_command(cfg.root_dir, '--from merge_graph')}`")
-            print_ambiguous(store.read("ambiguous_aliases"))
-            return
-        table = store.read("entity_aliases")
-        ruled = table[table["reason"] != NORMALIZED]
-        names = ruled.assign(key=ruled["alias"].map(normalize_name)).drop_duplicates("key")
-        counts = names.groupby("reason").size().sort_values(ascending=False)
-        console.print(f"names merged into another's node by a rule: {len(names):,} (" +
-                      "; ".join(f"{r} {n:,}" for r, n in counts.items()) + f"); other spellings of one name "
-                      f"(case, punctuation, a man's honorific): {len(table) - len(ruled):,}", highlight=False)
-        shown = table if every else table[table["reason"] != NORMALIZED]
-        if reason:
-            shown = shown[shown["reason"].str.contains(reason, case=False, regex=False)]
-        print_merges(shown)
-        if csv is not None:
-            added, kept = write_alias_overrides(shown, csv)
-            console.print(f"wrote {csv}: merges added (action `merge`): {added:,}, one line per name (other "
-                          "spellings of one name need none)" + (f"; lines it already had, kept: {kept:,}" if kept
-                                                               else ""), highlight=False)
-
-    _guarded(verbose, run)
+    cfg = load_config(root, config, set_ or [])
+    store = OutputStore(cfg.output.base_dir)
+    if not store.has("entity_aliases"):
+        raise MissingIndex(f"no entity_aliases table in {store.base_dir}; build the index with "
+                           f"`{index_command(cfg.root_dir)}`")
+    if ambiguous:
+        if not store.has("ambiguous_aliases"):
+            raise MissingIndex("this index predates the ambiguous_aliases table; rebuild it with "
+                               f"`{index_command(cfg.root_dir, '--from merge_graph')}`")
+        print_ambiguous(store.read("ambiguous_aliases"))
+        return
+    table = store.read("entity_aliases")
+    ruled = table[table["reason"] != NORMALIZED]
+    names = ruled.assign(key=ruled["alias"].map(normalize_name)).drop_duplicates("key")
+    counts = names.groupby("reason").size().sort_values(ascending=False)
+    console.print(f"names merged into another's node by a rule: {len(names):,} (" +
+                  "; ".join(f"{r} {n:,}" for r, n in counts.items()) + f"); other spellings of one name "
+                  f"(case, punctuation, a man's honorific): {len(table) - len(ruled):,}", highlight=False)
+    shown = table if every else ruled
+    if reason:
+        shown = shown[shown["reason"].str.contains(reason, case=False, regex=False)]
+    print_merges(shown)
+    if csv is not None:
+        added, kept = write_alias_overrides(shown, csv)
+        console.print(f"wrote {csv}: merges added (action `merge`): {added:,}, one line per name (other "
+                      "spellings of one name need none)" + (f"; lines it already had, kept: {kept:,}" if kept
+                                                           else ""), highlight=False)
 
 
 def print_merges(table: Any) -> None:
@@ -409,6 +387,7 @@ def print_ambiguous(table: Any) -> None:
 
 
 @app.command("prompt-tune")
+@guarded
 def prompt_tune(
     root: RootOption = Path("."),
     config: ConfigOption = None,
@@ -429,25 +408,23 @@ def prompt_tune(
     from graphrag_lite.config import find_config_file, load_config
     from graphrag_lite.prompt_tune import tune_project
 
-    def run() -> None:
-        cfg = load_config(root, config, set_ or [])
-        settings = find_config_file(root, config)
-        tuning, written = tune_project(cfg, settings, output or settings.parent / "prompts", domain, limit,
-                                       examples, seed)
-        console.print(f"domain: {tuning.domain}\nentity types: {', '.join(tuning.entity_types)}\n"
-                      f"worked examples: {len(tuning.examples)}" +
-                      (f" ({tuning.unusable_examples} sample units gave no usable example; "
-                       "without one the packaged example stays)" if tuning.unusable_examples else ""),
-                      highlight=False, markup=False)
-        for path in written:
-            console.print(f"wrote {path}", highlight=False, markup=False)
-        console.print(f"{settings} now names them and the entity types; next: "
-                      f"{index_command(cfg.root_dir)}", highlight=False, markup=False)
-
-    _guarded(verbose, run)
+    cfg = load_config(root, config, set_ or [])
+    settings = find_config_file(root, config)
+    tuning, written = tune_project(cfg, settings, output or settings.parent / "prompts", domain, limit,
+                                   examples, seed)
+    console.print(f"domain: {tuning.domain}\nentity types: {', '.join(tuning.entity_types)}\n"
+                  f"worked examples: {len(tuning.examples)}" +
+                  (f" ({tuning.unusable_examples} sample units gave no usable example; "
+                   "without one the packaged example stays)" if tuning.unusable_examples else ""),
+                  highlight=False, markup=False)
+    for path in written:
+        console.print(f"wrote {path}", highlight=False, markup=False)
+    console.print(f"{settings} now names them and the entity types; next: "
+                  f"{index_command(cfg.root_dir)}", highlight=False, markup=False)
 
 
 @export_app.command("graphml")
+@guarded
 def export_graphml(
     root: RootOption = Path("."),
     config: ConfigOption = None,
@@ -462,16 +439,14 @@ def export_graphml(
     from graphrag_lite.export import export_graphml as write_graphml
     from graphrag_lite.storage import OutputStore
 
-    def run() -> None:
-        cfg = load_config(root, config, set_ or [])
-        target = out or cfg.output.base_dir / "graph.graphml"
-        nodes, edges = write_graphml(OutputStore(cfg.output.base_dir), target, cfg.root_dir)
-        console.print(f"wrote {target} ({nodes:,} nodes, {edges:,} edges)", highlight=False)
-
-    _guarded(verbose, run)
+    cfg = load_config(root, config, set_ or [])
+    target = out or cfg.output.base_dir / "graph.graphml"
+    nodes, edges = write_graphml(OutputStore(cfg.output.base_dir), target, cfg.root_dir)
+    console.print(f"wrote {target} ({nodes:,} nodes, {edges:,} edges)", highlight=False)
 
 
 @export_app.command("neo4j")
+@guarded
 def export_neo4j(
     root: RootOption = Path("."),
     config: ConfigOption = None,
@@ -485,17 +460,14 @@ def export_neo4j(
     from graphrag_lite.export import export_neo4j as write_neo4j
     from graphrag_lite.storage import OutputStore
 
-    def run() -> None:
-        cfg = load_config(root, config, set_ or [])
-        folder = out or cfg.output.base_dir / "neo4j"
-        done = write_neo4j(OutputStore(cfg.output.base_dir), folder, cfg.root_dir)
-        console.print(f"wrote {folder}: {', '.join(Path(f).name for f in done['files'])} ({done['nodes']:,} nodes, "
-                      f"{done['relationships']:,} relationships); import with `neo4j-admin database import full "
-                      f"--nodes={folder / 'nodes.csv'} --relationships={folder / 'relationships.csv'} "
-                      "--multiline-fields=true`, or run import.cypher with the files in Neo4j's import folder",
-                      highlight=False, markup=False)
-
-    _guarded(verbose, run)
+    cfg = load_config(root, config, set_ or [])
+    folder = out or cfg.output.base_dir / "neo4j"
+    done = write_neo4j(OutputStore(cfg.output.base_dir), folder, cfg.root_dir)
+    console.print(f"wrote {folder}: {', '.join(Path(f).name for f in done['files'])} ({done['nodes']:,} nodes, "
+                  f"{done['relationships']:,} relationships); import with `neo4j-admin database import full "
+                  f"--nodes={folder / 'nodes.csv'} --relationships={folder / 'relationships.csv'} "
+                  "--multiline-fields=true`, or run import.cypher with the files in Neo4j's import folder",
+                  highlight=False, markup=False)
 
 
 def next_query(cfg: GraphRagConfig, root: Path, config: Path | None) -> str:
@@ -532,8 +504,7 @@ def describe_failures(summary: Any) -> str:
     for name in summary.incomplete:
         details = summary.stages[name].get("details", {})
         if "failed_text_units" in details:
-            units = details.get("text_units", 0)
-            parts.append(f"{name} ({details['failed_text_units']} of {units} text units failed, "
+            parts.append(f"{name} ({details['failed_text_units']} of {details.get('text_units', 0)} text units failed, "
                          f"{details.get('partly_extracted_text_units', 0)} partly extracted)")
         else:
             count = len(summary.stages[name].get("problems", []))
@@ -549,19 +520,13 @@ def print_estimates(estimates: dict[str, Any], batch: bool = False) -> None:
     for column in ("stage", "calls", "prompt tokens", "completion (est.)", "batch cost (est.)" if batch else
                    "cost (est.)"):
         table.add_column(column, justify="left" if column == "stage" else "right")
-    total = 0.0
-    unknown: list[str] = []
-    unchanged: list[str] = []
-    for stage, found in estimates.items():
-        if "calls" not in found:
-            note = str(found.get("note", ""))
-            if note.startswith(("depends", "will call")):
-                unknown.append(stage)
-            elif note.startswith("unchanged"):
-                unchanged.append(stage)
-            continue
+    estimated = {stage: found for stage, found in estimates.items() if "calls" in found}
+    notes = {stage: str(found.get("note", "")) for stage, found in estimates.items() if stage not in estimated}
+    unknown = [stage for stage, note in notes.items() if note.startswith(("depends", "will call"))]
+    unchanged = [stage for stage, note in notes.items() if note.startswith("unchanged")]
+    total = sum(found["estimated_cost_usd"] or 0.0 for found in estimated.values())
+    for stage, found in estimated.items():
         cost = found["estimated_cost_usd"]
-        total += cost or 0.0
         table.add_row(stage, f"{found['calls']:,} + ≤{found['up_to_extra_calls']:,}",
                       f"{found['prompt_tokens']:,} + ~{found['estimated_extra_prompt_tokens']:,}",
                       f"{found['estimated_completion_tokens']:,}", "?" if cost is None else f"${cost:.4f}")
@@ -598,7 +563,7 @@ NoCacheOption = Annotated[bool, typer.Option("--no-cache", help="send every mode
 
 def _query(method: str, question: str, root: Path, config: Path | None, set_: list[str] | None, response_type: str,
            community_level: int | None, streaming: bool, as_json: bool, explain: bool, no_cache: bool,
-           verbose: bool, no_model: bool = False, data: Path | None = None) -> None:
+           no_model: bool = False, data: Path | None = None) -> None:
     import json
 
     from graphrag_lite.config import no_model_overrides
@@ -608,44 +573,41 @@ def _query(method: str, question: str, root: Path, config: Path | None, set_: li
 
     overrides = [*(set_ or []), *(no_model_overrides(method) if no_model else []),
                  *([f"output.base_dir={data}", f"vector_store.db_uri={data / 'lancedb'}"] if data else [])]
-
-    def run() -> None:
-        rag = GraphRAG.from_config(root, config, overrides, use_cache=not no_cache)
-        print_compat_notes(rag.config, errors, brief=True)
-        options: dict[str, Any] = {"response_type": response_type}
-        if community_level is not None:
-            options["community_level"] = community_level
-        if streaming and not as_json:
-            options["on_piece"] = lambda piece: console.print(piece, end="", markup=False, highlight=False)
-        result = asyncio.run(rag.asearch(method, question, **options))
-        if as_json:
-            console.print_json(json.dumps(result.to_dict(), default=str, ensure_ascii=False))
-            return
-        if streaming:
-            console.print()
-        else:
-            console.print(result.answer, markup=False, highlight=False)
-        for problem in result.problems:
-            errors.print(f"[yellow]! {problem}[/yellow]", highlight=False)
-        if explain:
-            console.rule("context sent")
-            console.print(result.context_text, markup=False, highlight=False)
-            console.rule("usage")
-            console.print(describe_llm_totals(result.usage) if result.usage else "no model calls", highlight=False)
-            console.print(f"context budgets (tokens): {result.budgets}", highlight=False)
-            for number, hop in enumerate(result.rounds if len(result.rounds) > 1 else [], start=1):
-                console.print(describe_round(number, hop), markup=False, highlight=False)
-            for section in result.sections:
-                console.print(f"  {section['name']}: {section['used']:,} of {section['cap']:,} tokens, "
-                              f"{section['rows']} of {section['candidates']} rows ({section['why']})",
-                              markup=False, highlight=False)
-            if result.coverage:
-                console.print(result.coverage.describe(), highlight=False)
-
-    _guarded(verbose, run)
+    rag = GraphRAG.from_config(root, config, overrides, use_cache=not no_cache)
+    print_compat_notes(rag.config, errors, brief=True)
+    options: dict[str, Any] = {"response_type": response_type}
+    if community_level is not None:
+        options["community_level"] = community_level
+    if streaming and not as_json:
+        options["on_piece"] = lambda piece: console.print(piece, end="", markup=False, highlight=False)
+    result = asyncio.run(rag.asearch(method, question, **options))
+    if as_json:
+        console.print_json(json.dumps(result.to_dict(), default=str, ensure_ascii=False))
+        return
+    if streaming:
+        console.print()
+    else:
+        console.print(result.answer, markup=False, highlight=False)
+    for problem in result.problems:
+        errors.print(f"[yellow]! {problem}[/yellow]", highlight=False)
+    if explain:
+        console.rule("context sent")
+        console.print(result.context_text, markup=False, highlight=False)
+        console.rule("usage")
+        console.print(describe_llm_totals(result.usage) if result.usage else "no model calls", highlight=False)
+        console.print(f"context budgets (tokens): {result.budgets}", highlight=False)
+        for number, hop in enumerate(result.rounds if len(result.rounds) > 1 else [], start=1):
+            console.print(describe_round(number, hop), markup=False, highlight=False)
+        for section in result.sections:
+            console.print(f"  {section['name']}: {section['used']:,} of {section['cap']:,} tokens, "
+                          f"{section['rows']} of {section['candidates']} rows ({section['why']})",
+                          markup=False, highlight=False)
+        if result.coverage:
+            console.print(result.coverage.describe(), highlight=False)
 
 
 @query_app.command("local")
+@guarded
 def query_local(
     question: Annotated[str, typer.Argument(help="the question")],
     root: RootOption = Path("."), config: ConfigOption = None, set_: SetOption = None,
@@ -661,10 +623,11 @@ def query_local(
     their communities' reports and the source text)."""
     overrides = [*(set_ or []), *([f"local_search.hops={hops}"] if hops else [])]
     _query("local", question, root, config, overrides, response_type, community_level, streaming, as_json, explain,
-           no_cache, verbose, no_model, data)
+           no_cache, no_model, data)
 
 
 @query_app.command("global")
+@guarded
 def query_global(
     question: Annotated[str, typer.Argument(help="the question")],
     root: RootOption = Path("."), config: ConfigOption = None, set_: SetOption = None,
@@ -675,10 +638,11 @@ def query_global(
 ) -> None:
     """Answer questions about the whole corpus: map-reduce over the community reports of one level."""
     _query("global", question, root, config, set_, response_type, community_level, streaming, as_json, explain,
-           no_cache, verbose, no_model, data)
+           no_cache, no_model, data)
 
 
 @query_app.command("basic")
+@guarded
 def query_basic(
     question: Annotated[str, typer.Argument(help="the question")],
     root: RootOption = Path("."), config: ConfigOption = None, set_: SetOption = None,
@@ -690,7 +654,7 @@ def query_basic(
     """Answer from the text units most similar to the question (vector and keyword search): plain RAG, the
     baseline to compare graph search against."""
     _query("basic", question, root, config, set_, response_type, None, streaming, as_json, explain, no_cache,
-           verbose, no_model, data)
+           no_model, data)
 
 
 def print_table(table: Any, title: str) -> None:
@@ -716,26 +680,24 @@ ExperimentFile = Annotated[Path, typer.Argument(help="experiment file (YAML)")]
 
 
 @experiment_app.command("run")
+@guarded
 def experiment_run(
     file: ExperimentFile,
     dry_run: Annotated[bool, typer.Option("--dry-run", help="estimate the model calls and cost of the whole "
                                           "experiment without calling a model")] = False,
     verbose: VerboseOption = False,
-) -> None:
+) -> int:
     """Build and evaluate every variant (re-running skips finished work), then print the results table and
     write results.csv, results.parquet and report.md to the experiment's output folder."""
     from graphrag_lite.experiment.run import run_experiment
 
-    def run() -> int:
-        if dry_run:
-            print_experiment_estimate(file)
-            return 0
-        table = run_experiment(file, console)
-        print_table(table, f"Experiment {file.name}")
-        console.print(f"Report: {table.attrs.get('report', '')}", highlight=False)
-        return report_failures(table)
-
-    raise typer.Exit(_guarded(verbose, run))
+    if dry_run:
+        print_experiment_estimate(file)
+        return 0
+    table = run_experiment(file, console)
+    print_table(table, f"Experiment {file.name}")
+    console.print(f"Report: {table.attrs.get('report', '')}", highlight=False)
+    return report_failures(table)
 
 
 def report_failures(table: Any) -> int:
@@ -759,10 +721,10 @@ def print_experiment_estimate(file: Path) -> None:
 
     plan = plan_experiment(file)
     found = estimate_experiment(plan)
+    variants = f"{len(plan.variants)} variants, {len({p.index for p in plan.variants})} distinct indexes"
     if not found.rows and not found.not_estimable:
-        console.print(f"{len(plan.variants)} variants, {len({p.index for p in plan.variants})} distinct indexes: no "
-                      "model calls (no stage calls a model as configured, and no answers are generated). The "
-                      "model-free stages ran; the real run reuses them.", highlight=False)
+        console.print(f"{variants}: no model calls (no stage calls a model as configured, and no answers are "
+                      "generated). The model-free stages ran; the real run reuses them.", highlight=False)
         return
     listing = Table(title=f"Model calls experiment {file.name} would make (dry run: no model was called)")
     for column in ("what", "calls", "prompt tokens", "cost (est.)"):
@@ -772,16 +734,16 @@ def print_experiment_estimate(file: Path) -> None:
         listing.add_row(row["what"], f"{row['calls']:,}", f"{row['prompt_tokens']:,}", cost)
     console.print(listing)
     gleaning = any(r["what"].endswith(("extract_graph", "extract_claims")) for r in found.rows)
-    console.print(f"{len(plan.variants)} variants, {len({p.index for p in plan.variants})} distinct indexes: "
-                  f"{found.calls:,} calls at most, about ${found.cost_usd:.4f}. Answers are counted at the full "
-                  "context budget" + (", and every possible gleaning call" if gleaning else "") + ": upper bounds.",
-                  highlight=False)
+    console.print(f"{variants}: {found.calls:,} calls at most, about ${found.cost_usd:.4f}. Answers are counted at "
+                  "the full context budget" + (", and every possible gleaning call" if gleaning else "")
+                  + ": upper bounds.", highlight=False)
     if found.not_estimable:
         console.print("Not estimable before extraction (their calls depend on its results): "
                       + ", ".join(found.not_estimable), highlight=False)
 
 
 @experiment_app.command("show")
+@guarded
 def experiment_show(file: ExperimentFile, verbose: VerboseOption = False) -> None:
     """Print the results table of an experiment that has run."""
     import pandas as pd
@@ -789,18 +751,16 @@ def experiment_show(file: ExperimentFile, verbose: VerboseOption = False) -> Non
     from graphrag_lite.experiment.run import RESULTS
     from graphrag_lite.experiment.spec import load_spec
 
-    def run() -> None:
-        spec = load_spec(file)
-        assert spec.output is not None
-        if not (spec.output / RESULTS).is_file():
-            raise ConfigError(f"no results in {spec.output}; run `graphrag-lite experiment run {file}` first")
-        print_table(pd.read_parquet(spec.output / RESULTS), f"Experiment {file.name}")
-        console.print(f"Report: {spec.output / 'report.md'}", highlight=False)
-
-    _guarded(verbose, run)
+    spec = load_spec(file)
+    assert spec.output is not None
+    if not (spec.output / RESULTS).is_file():
+        raise ConfigError(f"no results in {spec.output}; run `graphrag-lite experiment run {file}` first")
+    print_table(pd.read_parquet(spec.output / RESULTS), f"Experiment {file.name}")
+    console.print(f"Report: {spec.output / 'report.md'}", highlight=False)
 
 
 @app.command("serve")
+@guarded
 def serve(
     root: RootOption = Path("."), config: ConfigOption = None, set_: SetOption = None,
     host: Annotated[str, typer.Option("--host", help="address to bind; another than this machine's loopback "
@@ -813,29 +773,24 @@ def serve(
 ) -> None:
     """Serve the index over HTTP: queries, context, entities, communities and the graph explorer page at /,
     with the index, its tables and models kept warm (OpenAPI docs at /docs)."""
-    def run() -> None:
-        _needs_serve_extra("serve", "fastapi", "uvicorn")
-        from graphrag_lite.serve.app import run_server
+    _needs_serve_extra("serve", "fastapi", "uvicorn")
+    from graphrag_lite.serve.app import run_server
 
-        with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C stops a server: nothing to resume
-            run_server(root, config, set_ or [], host=host, port=port, api_key=api_key)
-
-    _guarded(verbose, run)
+    with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C stops a server: nothing to resume
+        run_server(root, config, set_ or [], host=host, port=port, api_key=api_key)
 
 
 @app.command("mcp")
+@guarded
 def mcp(root: RootOption = Path("."), config: ConfigOption = None, set_: SetOption = None,
         verbose: VerboseOption = False) -> None:
     """Serve the index to an MCP client (Claude Desktop, an IDE, an agent) over stdio: local, global and
     basic search, entities and their neighbourhood as tools."""
-    def run() -> None:
-        _needs_serve_extra("mcp", "mcp")
-        from graphrag_lite.serve.mcp_server import run_stdio
+    _needs_serve_extra("mcp", "mcp")
+    from graphrag_lite.serve.mcp_server import run_stdio
 
-        with contextlib.suppress(KeyboardInterrupt):
-            run_stdio(root, config, set_ or [])
-
-    _guarded(verbose, run)
+    with contextlib.suppress(KeyboardInterrupt):
+        run_stdio(root, config, set_ or [])
 
 
 def _needs_serve_extra(command: str, *modules: str) -> None:
@@ -847,6 +802,7 @@ def _needs_serve_extra(command: str, *modules: str) -> None:
 
 
 @app.command("eval")
+@guarded
 def evaluate(
     questions: Annotated[Path, typer.Option("--questions", "-q", help="question file: JSONL, JSON or CSV with "
                                             "`question` and optional answers and gold evidence")],
@@ -859,7 +815,7 @@ def evaluate(
     as_json: Annotated[bool, typer.Option("--json", help="print per-method and per-question results as JSON")
                        ] = False,
     verbose: VerboseOption = False,
-) -> None:
+) -> int:
     """Score an existing index on a question set: gold evidence recall (beside basic search packed to the
     same budget), answer exact match, token F1 and containment, and each method's calls, tokens and cost."""
     import json
@@ -870,32 +826,28 @@ def evaluate(
     from graphrag_lite.query.engine import GraphRAG
     from graphrag_lite.tables import plain_json
 
-    def run() -> int:
-        chosen = [m.strip() for m in methods.split(",") if m.strip()]
-        unknown = [m for m in chosen if m not in METHODS]
-        if unknown or not chosen:
-            raise ConfigError(f"--methods {methods}: choose from {', '.join(METHODS)}")
-        asked = load_questions(questions)
-        rag = GraphRAG.from_config(root, config, set_ or [])
-        results = asyncio.run(evaluate_index(rag, asked, chosen, answers, response_type))
-        table = summary_table(results)
-        if as_json:
-            data = {"methods": table.to_dict("records"), "questions": [asdict(r) for r in results]}
-            # NaN (not measured) as null: strict JSON readers reject NaN
-            console.print_json(json.dumps(plain_json(data), allow_nan=False))
-            return _failed_questions(results)
-        print_table(table.rename(columns={"calls": "query_calls", "cost_usd": "query_cost_usd",
-                                          "median_s": "query_median_s"}),
-                    f"{questions.name}: {len(asked)} questions")
-        if "global" in chosen and not answers:
-            console.print("Global search has no evidence recall (its context is community reports); it is scored "
-                          "on answers only: add --answers.", highlight=False)
-        if any(q.group for q in asked):
-            print_table(summary_table(results, ("method", "group")).rename(columns={"calls": "query_calls"}),
-                        "by group")
+    chosen = [m.strip() for m in methods.split(",") if m.strip()]
+    if not chosen or any(m not in METHODS for m in chosen):
+        raise ConfigError(f"--methods {methods}: choose from {', '.join(METHODS)}")
+    asked = load_questions(questions)
+    rag = GraphRAG.from_config(root, config, set_ or [])
+    results = asyncio.run(evaluate_index(rag, asked, chosen, answers, response_type))
+    table = summary_table(results)
+    if as_json:
+        data = {"methods": table.to_dict("records"), "questions": [asdict(r) for r in results]}
+        # NaN (not measured) as null: strict JSON readers reject NaN
+        console.print_json(json.dumps(plain_json(data), allow_nan=False))
         return _failed_questions(results)
-
-    raise typer.Exit(_guarded(verbose, run))
+    print_table(table.rename(columns={"calls": "query_calls", "cost_usd": "query_cost_usd",
+                                      "median_s": "query_median_s"}),
+                f"{questions.name}: {len(asked)} questions")
+    if "global" in chosen and not answers:
+        console.print("Global search has no evidence recall (its context is community reports); it is scored "
+                      "on answers only: add --answers.", highlight=False)
+    if any(q.group for q in asked):
+        print_table(summary_table(results, ("method", "group")).rename(columns={"calls": "query_calls"}),
+                    "by group")
+    return _failed_questions(results)
 
 
 def _failed_questions(results: Any) -> int:

@@ -12,6 +12,8 @@ from __future__ import annotations
 
 from typing import Any
 
+from graphrag_lite.errors import ConfigError
+
 # sections whose model key is `model_id` here (GraphRAG 3.x: completion_model_id / embedding_model_id)
 STAGE_SECTIONS = ("extract_graph", "summarize_descriptions", "extract_claims", "community_reports",
                   "entity_resolution")
@@ -89,12 +91,9 @@ def _models(data: dict[str, Any], notes: list[str]) -> tuple[str | None, str | N
         elif kind or "model_provider" in (model or {}):
             completion[model_id] = data["models"].pop(model_id)
     models = data.setdefault("models", {})
-    for model_id, model in completion.items():
-        models[model_id] = _model(f"{where}.{model_id}" if (where := origin.get(model_id)) else
-                                  f"completion_models.{model_id}", model or {}, notes)
-    for model_id, model in embedding.items():
-        models[model_id] = _model(f"{where}.{model_id}" if (where := origin.get(model_id)) else
-                                  f"embedding_models.{model_id}", model or {}, notes)
+    for section, found in (("completion_models", completion), ("embedding_models", embedding)):
+        for model_id, model in found.items():
+            models[model_id] = _model(f"{origin.get(model_id, section)}.{model_id}", model or {}, notes)
     return next(iter(completion), None), next(iter(embedding), None)
 
 
@@ -113,8 +112,8 @@ def _model(where: str, model: dict[str, Any], notes: list[str]) -> dict[str, Any
     retry = model.get("retry") or {}
     if isinstance(retry, dict) and retry.get("max_retries") is not None:
         model["max_retries"] = retry["max_retries"]
-    for key, value in {k: model.get(k) for k in ("requests_per_minute", "tokens_per_minute")}.items():
-        if value is None:
+    for key in ("requests_per_minute", "tokens_per_minute"):
+        if model.get(key) is None:
             model.pop(key, None)  # GraphRAG writes null for "no limit"; here that is the default
     for key in [k for k in model if k in IGNORED_KEYS]:
         model.pop(key)
@@ -125,10 +124,8 @@ def _model(where: str, model: dict[str, Any], notes: list[str]) -> dict[str, Any
 def _storage(data: dict[str, Any], notes: list[str]) -> None:
     """input_storage / output_storage / cache.storage (3.x) and input.storage / input.type (2.x) as folders."""
     data["input"] = dict(data.get("input") or {})
-    moves = [("input_storage", "input"), ("output_storage", "output")]
-    for old, new in moves:
-        storage = data.pop(old, None) or {}
-        _folder(storage, old, data.setdefault(new, {}))
+    for old, new in (("input_storage", "input"), ("output_storage", "output")):
+        _folder(data.pop(old, None) or {}, old, data.setdefault(new, {}))
     inner = data["input"].pop("storage", None)
     if inner:
         _folder(inner, "input.storage", data["input"])
@@ -151,8 +148,6 @@ def _storage(data: dict[str, Any], notes: list[str]) -> None:
 def _folder(storage: dict[str, Any], where: str, target: dict[str, Any]) -> None:
     kind = str(storage.get("type", "file"))
     if kind != "file":
-        from graphrag_lite.errors import ConfigError
-
         raise ConfigError(f"{where}.type: {kind} storage is not supported; graphrag-lite reads and writes local "
                           "folders (copy the data locally, or set `file`)")
     if storage.get("base_dir"):

@@ -83,6 +83,23 @@ def _default_models() -> dict[str, ModelConfig]:
     }
 
 
+def _a_regular_expression(value: str) -> str:
+    try:
+        re.compile(value)
+    except re.error as err:
+        raise ValueError(f"{value!r} is not a valid regular expression: {err}") from None
+    return value
+
+
+def _a_known_encoding(value: str | None) -> str | None:
+    try:
+        if value is not None:
+            codecs.lookup(value.replace("-sig", "") if value.lower() != "utf-8-sig" else value)
+    except LookupError:
+        raise ValueError(f"{value!r} is not a known text encoding (utf-8, latin-1, cp1252, ...)") from None
+    return value
+
+
 class InputConfig(Section):
     class FileRule(Section):
         """One entry of input.files: settings for the files whose path matches `pattern`. A key left out
@@ -104,15 +121,8 @@ class InputConfig(Section):
                                  "to), e.g. {pattern: '.*\\.csv$', text_column: body}")
             return data
 
-        @field_validator("pattern")
-        @classmethod
-        def _a_regular_expression(cls, value: str) -> str:
-            return InputConfig._a_regular_expression(value)
-
-        @field_validator("encoding")
-        @classmethod
-        def _a_known_encoding(cls, value: str | None) -> str | None:
-            return None if value is None else InputConfig._a_known_encoding(value)
+        _pattern_compiles = field_validator("pattern")(_a_regular_expression)
+        _encoding_known = field_validator("encoding")(_a_known_encoding)
 
     base_dir: Path = Field(Path("input"), description="folder of documents, read recursively")
     file_pattern: str = Field(r".*\.(txt|md|csv|json|jsonl|parquet|pdf|docx|html?)$",
@@ -129,23 +139,8 @@ class InputConfig(Section):
                                          "rule leaves out (encoding, text_column, title_column, id_column, "
                                          "metadata) come from this section")
 
-    @field_validator("file_pattern")
-    @classmethod
-    def _a_regular_expression(cls, value: str) -> str:
-        try:
-            re.compile(value)
-        except re.error as err:
-            raise ValueError(f"{value!r} is not a valid regular expression: {err}") from None
-        return value
-
-    @field_validator("encoding")
-    @classmethod
-    def _a_known_encoding(cls, value: str) -> str:
-        try:
-            codecs.lookup(value.replace("-sig", "") if value.lower() != "utf-8-sig" else value)
-        except LookupError:
-            raise ValueError(f"{value!r} is not a known text encoding (utf-8, latin-1, cp1252, ...)") from None
-        return value
+    _pattern_compiles = field_validator("file_pattern")(_a_regular_expression)
+    _encoding_known = field_validator("encoding")(_a_known_encoding)
 
 
 class ChunkingConfig(Section):
@@ -472,9 +467,6 @@ def substitute_env(text: str, env: typing.Mapping[str, str | None], source: str)
     lines = []
     for number, full_line in enumerate(text.splitlines(keepends=True), start=1):
         line, comment = _split_comment(full_line)
-        if not line.strip():
-            lines.append(full_line)
-            continue
 
         def replace(match: re.Match[str], number: int = number) -> str:
             if match.group(1) == "$":
@@ -533,11 +525,9 @@ def apply_overrides(data: dict[str, Any], overrides: Overrides) -> None:
     for path, value in override_items(overrides):
         node = data
         for part in path[:-1]:
-            child = node.get(part)
-            if not isinstance(child, dict):
-                child = {}
-                node[part] = child
-            node = child
+            if not isinstance(node.get(part), dict):
+                node[part] = {}
+            node = node[part]
         node[path[-1]] = value
 
 
@@ -637,7 +627,7 @@ def config_from_data(data: dict[str, Any], path: Path, overrides: Overrides = ()
     user_models = data.get("models") or {}
     if isinstance(user_models, dict):
         defaults = {k: m.model_dump(exclude_unset=True) for k, m in _default_models().items()}
-        data["models"] = {**defaults, **{k: {**defaults.get(k, {}), **(v or {})} if isinstance(v, dict) else v
+        data["models"] = {**defaults, **{k: {**defaults.get(k, {}), **v} if isinstance(v, dict) else v
                                          for k, v in user_models.items()}}
     items = override_items(overrides)
     apply_overrides(data, dict((".".join(p), v) for p, v in items))
@@ -694,18 +684,18 @@ def describe_validation_error(err: ValidationError, file: str, overridden: typin
         setter = _set_by(key, overridden)
         source = file if setter is None else overrides_from if isinstance(overrides_from, str) else \
             overrides_from.get(setter, file)
+        given = problem.get("input")
         if problem["type"] == "extra_forbidden":
-            valid = _field_names_at(GraphRagConfig, loc[:-1])
+            inner, _ = _walk(GraphRagConfig, loc[:-1])
+            valid = list(inner.model_fields) if inner is not None else []
             lines.append(f"{source}: unknown key '{key}'{_suggest(loc[-1], valid, prefix=loc[:-1])}")
-            continue
-        if problem["type"] == "value_error":  # a check of ours: its message says what is wrong and expected
-            given = problem.get("input")
+        elif problem["type"] == "value_error":  # a check of ours: its message says what is wrong and expected
             shown = "" if isinstance(given, dict) else f" = {given!r}"  # a section's check names its keys
             lines.append(f"{source}: {key}{shown}: {problem['msg'].removeprefix('Value error, ')}")
-            continue
-        expected = _annotation_at(GraphRagConfig, loc)
-        given = problem.get("input")
-        lines.append(f"{source}: {key} = {given!r}: {problem['msg']}" + (f" (expected {expected})" if expected else ""))
+        else:
+            _, annotation = _walk(GraphRagConfig, loc)
+            expected = f" (expected {_type_name(annotation)})" if annotation is not None else ""
+            lines.append(f"{source}: {key} = {given!r}: {problem['msg']}{expected}")
     return "\n".join(lines)
 
 
@@ -716,9 +706,7 @@ def _set_by(key: str, overridden: typing.Collection[str]) -> str | None:
 
 def _suggest(name: str, valid: typing.Iterable[str], prefix: list[str] | None = None) -> str:
     close = difflib.get_close_matches(name, list(valid), n=1, cutoff=0.5)
-    if not close:
-        return ""
-    return f"; did you mean '{'.'.join([*(prefix or []), close[0]])}'?"
+    return f"; did you mean '{'.'.join([*(prefix or []), close[0]])}'?" if close else ""
 
 
 def _walk(model: type[BaseModel], loc: list[str]) -> tuple[type[BaseModel] | None, Any]:
@@ -731,12 +719,11 @@ def _walk(model: type[BaseModel], loc: list[str]) -> tuple[type[BaseModel] | Non
             if field is None:
                 return None, None
             annotation = field.annotation
-            current = unwrap_optional(annotation)
         elif typing.get_origin(current) is dict:  # a dict key such as a model id
             annotation = typing.get_args(current)[1]
-            current = unwrap_optional(annotation)
         else:
             return None, annotation
+        current = unwrap_optional(annotation)
     return (current if isinstance(current, type) and issubclass(current, BaseModel) else None), annotation
 
 
@@ -747,18 +734,6 @@ def unwrap_optional(annotation: Any) -> Any:
         if len(args) == 1:
             return args[0]
     return annotation
-
-
-def _field_names_at(model: type[BaseModel], loc: list[str]) -> list[str]:
-    inner, _ = _walk(model, loc)
-    return list(inner.model_fields) if inner is not None else []
-
-
-def _annotation_at(model: type[BaseModel], loc: list[str]) -> str | None:
-    _, annotation = _walk(model, loc)
-    if annotation is None:
-        return None
-    return _type_name(annotation)
 
 
 def _type_name(annotation: Any) -> str:

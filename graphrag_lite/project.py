@@ -7,7 +7,7 @@ from pathlib import Path
 
 from pydantic import BaseModel, SecretStr
 
-from graphrag_lite.config import GraphRagConfig, ModelConfig, render_settings_yaml
+from graphrag_lite.config import GraphRagConfig, render_settings_yaml
 from graphrag_lite.errors import GraphragLiteError
 from graphrag_lite.resources import data_dir
 
@@ -26,11 +26,9 @@ GRAPHRAG_API_KEY=<your-api-key>
 def project_config() -> GraphRagConfig:
     """The configuration `init` writes: the defaults, with the API key read from GRAPHRAG_API_KEY and every
     prompt setting naming its copy in prompts/, so an edited copy is the prompt used."""
-    key = SecretStr("${GRAPHRAG_API_KEY}")
-    config = GraphRagConfig(models={
-        "default_chat_model": ModelConfig(model="openai/gpt-4o-mini", api_key=key),
-        "default_embedding_model": ModelConfig(model="openai/text-embedding-3-small", api_key=key),
-    })
+    config = GraphRagConfig()
+    for model in config.models.values():
+        model.api_key = SecretStr("${GRAPHRAG_API_KEY}")
     for (section, setting), file in prompt_settings().items():
         setattr(getattr(config, section), setting, Path("prompts") / file)
     return config

@@ -13,6 +13,7 @@ unusable stops the command with what the model said, and nothing is written.
 from __future__ import annotations
 
 import asyncio
+import itertools
 import json
 import random
 import re
@@ -107,20 +108,10 @@ def example_parser(text: str, types: list[str]) -> Callable[[str], ParsedReply]:
     return parse
 
 
-def sample_units(units: pd.DataFrame, limit: int, seed: int) -> list[str]:
-    texts = [str(t) for t in units["text"]]
-    return random.Random(seed).sample(texts, min(limit, len(texts)))
-
-
 def _joined(texts: list[str], budget: int) -> str:
-    kept: list[str] = []
-    used = 0
-    for text in texts:
-        tokens = count_tokens(text)
-        if kept and used + tokens > budget:
-            break
-        kept.append(text)
-        used += tokens
+    """The first texts whose tokens add up to at most `budget` (the first one whatever its size)."""
+    totals = itertools.accumulate(count_tokens(text) for text in texts)
+    kept = [text for i, (text, total) in enumerate(zip(texts, totals, strict=True)) if i == 0 or total <= budget]
     return "\n\n---\n\n".join(kept)
 
 
@@ -254,13 +245,10 @@ TUNED_FILES = {("extract_graph", "prompt"): "extract_graph.txt", ("extract_graph
 def tuned_prompts(config: GraphRagConfig, tuning: Tuning) -> dict[tuple[str, str], str]:
     """(section, setting) -> the tuned prompt's text, from the packaged prompts."""
     packaged = {key: load_prompt(None, prompt_file(getattr(config, key[0]), key[1])) for key in TUNED_FILES}
-    domain_line = f"The texts are about {tuning.domain}.\n\n"
-    return {("extract_graph", "prompt"): tuned_extraction(packaged["extract_graph", "prompt"], tuning,
-                                                          example_as_tuples),
-            ("extract_graph", "json_prompt"): tuned_extraction(packaged["extract_graph", "json_prompt"], tuning,
-                                                               example_as_json),
-            ("summarize_descriptions", "prompt"): domain_line + packaged["summarize_descriptions", "prompt"],
-            ("community_reports", "prompt"): domain_line + packaged["community_reports", "prompt"]}
+    examples = {("extract_graph", "prompt"): example_as_tuples, ("extract_graph", "json_prompt"): example_as_json}
+    # the extraction prompts get the corpus's own worked examples, the others a line naming the domain
+    return {key: tuned_extraction(text, tuning, examples[key]) if key in examples else
+            f"The texts are about {tuning.domain}.\n\n{text}" for key, text in packaged.items()}
 
 
 def _keep_own_edits(path: Path, prompt: str) -> None:
@@ -278,7 +266,7 @@ def write_tuned(config: GraphRagConfig, settings: Path, folder: Path, tuning: Tu
     settings are checked by loading them before anything is written."""
     from graphrag_lite.config import load_config
 
-    text = settings.read_text(encoding="utf-8")
+    text = previous = settings.read_text(encoding="utf-8")
     written = []
     for (section, setting), prompt in tuned_prompts(config, tuning).items():
         path = folder / TUNED_FILES[section, setting]
@@ -290,7 +278,6 @@ def write_tuned(config: GraphRagConfig, settings: Path, folder: Path, tuning: Tu
     for path, prompt in written:
         _keep_own_edits(path, prompt)
         path.write_text(prompt, encoding="utf-8")
-    previous = settings.read_text(encoding="utf-8")
     settings.write_text(text, encoding="utf-8")
     try:
         load_config(settings.parent, settings)
@@ -319,10 +306,10 @@ def tune_project(config: GraphRagConfig, settings: Path, folder: Path, domain: s
                  limit: int = 15, examples: int = 2, seed: int = 0) -> tuple[Tuning, list[Path]]:
     """Sample, ask, write (see the module's docstring). Returns what was learned and the files written."""
     count_with(config.chunking.encoding_model)
-    units = text_units(config)
-    if units.empty:
+    texts = [str(t) for t in text_units(config)["text"]]
+    if not texts:
         raise ConfigError(f"no text in {config.input.base_dir}: put documents there before tuning prompts")
-    sample = sample_units(units, limit, seed)
+    sample = random.Random(seed).sample(texts, min(limit, len(texts)))
     template = fill(load_prompt(None, prompt_file(config.extract_graph, "prompt")), tuple_delimiter=TUPLE_DELIMITER,
                     record_delimiter=RECORD_DELIMITER, completion_delimiter=COMPLETION_DELIMITER)
     gateway = Gateway(config)

@@ -14,15 +14,11 @@ SAMPLE_HEADER = SETTINGS_HEADER + """\
 """
 
 
-def sample_config() -> GraphRagConfig:
-    return GraphRagConfig(models={
+def sample_settings_yaml() -> str:
+    return render_settings_yaml(GraphRagConfig(models={
         "default_chat_model": ModelConfig(model="fake/default"),
         "default_embedding_model": ModelConfig(model="fake/embedding"),
-    })
-
-
-def sample_settings_yaml() -> str:
-    return render_settings_yaml(sample_config(), SAMPLE_HEADER)
+    }), SAMPLE_HEADER)
 
 
 if __name__ == "__main__":

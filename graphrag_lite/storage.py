@@ -63,11 +63,8 @@ def read_json(path: Path) -> Any:
 
 
 def file_digest(path: Path) -> str:
-    digest = hashlib.blake2b(digest_size=16)
     with open(path, "rb") as handle:
-        for block in iter(lambda: handle.read(1 << 20), b""):
-            digest.update(block)
-    return digest.hexdigest()
+        return hashlib.file_digest(handle, lambda: hashlib.blake2b(digest_size=16)).hexdigest()
 
 
 class OutputStore:

@@ -114,7 +114,7 @@ def clean_name(value: str) -> str:
     return clean_value(value).upper()
 
 
-def _prepare(text: str, record_delimiter: str) -> tuple[str, bool]:
+def _prepare(text: str) -> tuple[str, bool]:
     """Remove reasoning blocks, fences and markup; find and remove the completion marker (which also
     separates records)."""
     text = strip_reasoning(text)
@@ -122,7 +122,7 @@ def _prepare(text: str, record_delimiter: str) -> tuple[str, bool]:
         text = _FENCE.sub("\n", text)
     text = _MARKUP.sub("\n", text)
     text = _SPACED_DELIMITER.sub(TUPLE_DELIMITER, text)
-    text, markers = _COMPLETION.subn(record_delimiter, text)
+    text, markers = _COMPLETION.subn(RECORD_DELIMITER, text)
     return text, markers > 0
 
 
@@ -153,9 +153,7 @@ def _strip_record(record: str) -> tuple[str, bool]:
     record = _LEADING_MARKER.sub("", record.strip())
     while True:  # trailing separators and the next record's list marker ("2.", "-") belong to no field
         before = record
-        record = record.rstrip(",;").strip()
-        while record.endswith(RECORD_DELIMITER):
-            record = record[: -len(RECORD_DELIMITER)].rstrip()
+        record = record.rstrip(",;").strip().removesuffix(RECORD_DELIMITER).rstrip()
         record = _without_list_marker(record).rstrip()
         if record == before:
             break
@@ -174,9 +172,8 @@ def _without_list_marker(record: str) -> str:
     return record[: found.start()] + record[found.end():] if found else record
 
 
-def parse_graph_reply(text: str, tuple_delimiter: str = TUPLE_DELIMITER, record_delimiter: str = RECORD_DELIMITER
-                      ) -> ParsedReply:
-    text, complete = _prepare(text, record_delimiter)
+def parse_graph_reply(text: str) -> ParsedReply:
+    text, complete = _prepare(text)
     matches = list(_record_starts(text))
     if not matches:  # the model chose another format: JSON, or Markdown tables
         if "{" in text:
@@ -187,7 +184,7 @@ def parse_graph_reply(text: str, tuple_delimiter: str = TUPLE_DELIMITER, record_
         return parse_markdown_tables(text, complete)
     parsed = ParsedReply(complete=complete)
     leading, _ = _strip_record(text[: matches[0].start()])
-    if tuple_delimiter in leading:  # looks like a record whose tag was lost; prose before records is fine
+    if TUPLE_DELIMITER in leading:  # looks like a record whose tag was lost; prose before records is fine
         parsed.dropped.append(f"record without an entity/relationship tag: {leading[:200]}")
     ends = [m.start() for m in matches[1:]] + [len(text)]
     for match, end in zip(matches, ends, strict=True):
@@ -201,18 +198,13 @@ def _read_record(parsed: ParsedReply, kind: str, raw: str, delimiter: str) -> No
     last one: it opened with `(` and never closed, or lost fields, and no completion marker came."""
     record, closed = _strip_record(raw)
     fields = record.split(delimiter)
+    records: list = parsed.entities if kind == "entity" else parsed.relationships
     dropped_before = len(parsed.dropped)
-    if kind == "entity":
-        _add_entity(parsed, fields, record)
-    else:
-        _add_relationship(parsed, fields, record)
+    (_add_entity if kind == "entity" else _add_relationship)(parsed, fields, record)
     added = len(parsed.dropped) == dropped_before
     parsed.truncated = not parsed.complete and ((raw.lstrip().startswith("(") and not closed) or len(fields) < 4)
     if parsed.truncated and added:  # a cut-off record may have lost words of its last field: not kept
-        if kind == "entity":
-            parsed.entities.pop()
-        else:
-            parsed.relationships.pop()
+        records.pop()
         parsed.dropped.append(f"{kind} cut off: {record[:200]}")
 
 
@@ -242,13 +234,9 @@ def _add_relationship(parsed: ParsedReply, fields: list[str], record: str) -> No
         parsed.dropped.append(f"relationship with {len(fields) - 1} of 4 fields: {record[:200]}")
         return
     source, target = clean_name(fields[1]), clean_name(fields[2])
-    strength = 1.0  # GraphRAG's default when a model leaves the strength out
-    description_fields = fields[3:]
     found = _strength(fields[-1]) if len(fields) >= 5 or _NUMBER.fullmatch(clean_value(fields[-1])) else None
-    if found is not None:
-        strength = found
-        description_fields = fields[3:-1]
-    description = clean_value(" ".join(description_fields))
+    strength = 1.0 if found is None else found  # 1: GraphRAG's default when a model leaves the strength out
+    description = clean_value(" ".join(fields[3:] if found is None else fields[3:-1]))
     cell = _STRENGTH_CELL.search(description)  # "... | 9 |": the strength written as a table cell
     if found is None and cell:
         strength, description = float(cell.group(1)), clean_value(description[: cell.start()])
@@ -358,17 +346,16 @@ def parse_markdown_tables(text: str, complete: bool) -> ParsedReply:
     return parsed
 
 
-def parse_claims_reply(text: str, tuple_delimiter: str = TUPLE_DELIMITER, record_delimiter: str = RECORD_DELIMITER
-                       ) -> ParsedReply:
-    text, complete = _prepare(text, record_delimiter)
+def parse_claims_reply(text: str) -> ParsedReply:
+    text, complete = _prepare(text)
     parsed = ParsedReply(complete=complete)
-    pieces = [p for p in re.split(re.escape(record_delimiter) + r"|\)\s*\n\s*(?:\d{1,3}[.)]\s*|[-*]\s*)?\(", text)
+    pieces = [p for p in re.split(re.escape(RECORD_DELIMITER) + r"|\)\s*\n\s*(?:\d{1,3}[.)]\s*|[-*]\s*)?\(", text)
               if p.strip()]
     for position, piece in enumerate(pieces):
         record, closed = _strip_record(piece)
-        if not record or tuple_delimiter not in record:
+        if not record or TUPLE_DELIMITER not in record:
             continue  # prose around the records
-        fields = record.split(tuple_delimiter)
+        fields = record.split(TUPLE_DELIMITER)
         if len(fields) < 7 or (position == len(pieces) - 1 and not complete and piece.lstrip().startswith("(")
                                and not closed):
             parsed.dropped.append(f"claim with {len(fields)} of 8 fields: {record[:200]}")

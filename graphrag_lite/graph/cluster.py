@@ -119,44 +119,33 @@ def hierarchical_leiden(graph: ig.Graph, max_cluster_size: int, seed: int, use_l
 
 
 def largest_component(graph: ig.Graph) -> list[int]:
-    components = graph.connected_components()
-    if len(components) == 0:
-        return []
-    best = max(components, key=lambda c: (len(c), -min(c)))
-    return sorted(best)
+    return sorted(max(graph.connected_components(), key=lambda c: (len(c), -min(c)), default=[]))
 
 
 def _split(graph: ig.Graph, members: list[int], level: int, max_size: int, seed: int, names: list[str],
            previous: Previous | None) -> list[Group]:
-    initial = _initial(members, level, names, previous)
-    groups = partition(graph, members, seed, initial, _fixed(members, level, names, previous))
+    groups = partition(graph, members, seed, *_start(members, level, names, previous))
     if level > 0 and len(groups) < 2:  # cannot be split: it stays a leaf
         return []
     return [Group(g, _split(graph, g, level + 1, max_size, seed, names, previous) if len(g) > max_size else [])
             for g in groups]
 
 
-def _initial(members: list[int], level: int, names: list[str], previous: Previous | None) -> list[int] | None:
+def _start(members: list[int], level: int, names: list[str], previous: Previous | None
+           ) -> tuple[list[int] | None, list[bool] | None]:
     """Leiden's starting partition: each vertex in its previous community at this level, a new one alone;
-    None (every vertex alone) when no vertex has one, so a new component is clustered as in a first run."""
-    if previous is None or level >= len(previous.membership):
-        return None
-    last = previous.membership[level]
-    labels: list[tuple[str, object]] = [("old", last[names[v]]) if names[v] in last else ("new", v) for v in members]
-    if all(kind == "new" for kind, _ in labels):
-        return None
-    dense: dict[tuple[str, object], int] = {}
-    return [dense.setdefault(label, len(dense)) for label in labels]
-
-
-def _fixed(members: list[int], level: int, names: list[str], previous: Previous | None) -> list[bool] | None:
-    """The settled vertices that had a community at this level keep it: a part of the graph an update did
+    None (every vertex alone) when no vertex has one, so a new component is clustered as in a first run.
+    And the vertices that keep theirs: the settled ones that had one, so a part of the graph an update did
     not touch keeps its communities."""
     if previous is None or level >= len(previous.membership):
-        return None
+        return None, None
     last = previous.membership[level]
+    labels: list[tuple[str, object]] = [("old", last[names[v]]) if names[v] in last else ("new", v) for v in members]
+    fresh = all(kind == "new" for kind, _ in labels)
+    dense: dict[tuple[str, object], int] = {}
+    initial = None if fresh else [dense.setdefault(label, len(dense)) for label in labels]
     fixed = [names[v] in previous.settled and names[v] in last for v in members]
-    return fixed if any(fixed) else None
+    return initial, (fixed if any(fixed) else None)
 
 
 def _memo_key(graph: ig.Graph, members: list[int], max_size: int, seed: int, names: list[str]) -> str:
@@ -180,26 +169,23 @@ def _group_from_names(item: list[Any], index: dict[str, int]) -> Group:
 def number_tree(roots: list[Group], names: list[str], previous: Previous | None) -> list[Community]:
     """Communities numbered level by level, in order; remembered numbers, then `previous` ones, kept. Each
     group gets its number (so the memo stores it)."""
-    levels: list[list[tuple[Group, int]]] = []  # per level: (group, index of its parent in the level above)
-    frontier: list[tuple[Group, int]] = [(g, -1) for g in roots]
+    levels: list[list[tuple[Group, Group | None]]] = []  # per level: (group, its parent)
+    frontier: list[tuple[Group, Group | None]] = [(g, None) for g in roots]
     while frontier:
         levels.append(frontier)
-        frontier = [(child, i) for i, (group, _) in enumerate(frontier) for child in group.children]
+        frontier = [(child, group) for group, _ in frontier for child in group.children]
     number_groups(levels, names, previous)
-    communities: list[Community] = []
-    for level, nodes in enumerate(levels):
-        for group, parent in nodes:
-            parent_number = levels[level - 1][parent][0].number if parent >= 0 else -1
-            assert group.number is not None and parent_number is not None
-            communities.append(Community(group.number, level, parent_number, group.members))
-    by_number = {c.community: c for c in communities}
-    for c in communities:
-        if c.parent >= 0:
-            by_number[c.parent].children.append(c.community)
-    return communities
+
+    def number(group: Group) -> int:
+        assert group.number is not None
+        return group.number
+
+    return [Community(number(group), level, -1 if parent is None else number(parent), group.members,
+                      [number(child) for child in group.children])
+            for level, nodes in enumerate(levels) for group, parent in nodes]
 
 
-def number_groups(levels: list[list[tuple[Group, int]]], names: list[str], previous: Previous | None) -> None:
+def number_groups(levels: list[list[tuple[Group, Group | None]]], names: list[str], previous: Previous | None) -> None:
     """A number for every group without one: the number of the previous community of its level with the same
     members, else with the largest overlap (Jaccard >= MIN_OVERLAP, each number used once); the others are
     numbered after every number in use, in order."""

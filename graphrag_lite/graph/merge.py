@@ -78,7 +78,6 @@ def merge_graph(raw_entities: pd.DataFrame, raw_relationships: pd.DataFrame, res
         resolution = find_aliases(candidates, neighbours, key_units, max_edits, generic_words=generic_words,
                                   overrides=overrides)
         canonical.update({d.alias: d.canonical for d in resolution.decisions})
-    decisions = resolution.decisions
 
     members: dict[str, list[int]] = defaultdict(list)
     for key, rows in groups.items():
@@ -86,11 +85,11 @@ def merge_graph(raw_entities: pd.DataFrame, raw_relationships: pd.DataFrame, res
     # a group is titled by its canonical name's own spelling ("TAYLOR CRUZ", not its more frequent alias "TAYLOR")
     titles = {c: _title([names[r] for r in groups[c]]) for c in members}
     entities = _entity_rows(members, groups, titles, raw_entities)
-    aliases = _alias_rows(groups, canonical, titles, names, decisions)
+    aliases = _alias_rows(groups, canonical, titles, names, resolution.decisions)
     relationships, problems, counts = _relationship_rows(raw_relationships, rel_keys, canonical, titles)
     counts.update({"raw_entity_records": len(raw_entities), "names_after_normalization": len(groups),
                    "records_without_a_usable_name": sum(1 for key in keys if not key),
-                   "entities": len(entities), "merged_as_aliases": len(decisions),
+                   "entities": len(entities), "merged_as_aliases": len(resolution.decisions),
                    "ambiguous_names_left_apart": len(resolution.ambiguous),
                    "overrides_not_applied": len(resolution.overrides_not_applied)})
     ambiguous = _ambiguous_rows(resolution.ambiguous, titles, canonical)
@@ -174,7 +173,6 @@ def _relationship_rows(raw: pd.DataFrame, keys: list[tuple[str, str]], canonical
     rows = [(a, b, list(dict.fromkeys(d for d in e["descriptions"] if d)), sum(e["weights"]),
              list(dict.fromkeys(e["units"]))) for (a, b), e in merged.items()]
     table = pd.DataFrame(rows, columns=RELATIONSHIP_COLUMNS).sort_values(["source", "target"], kind="stable")
-    problems = unknown
     counts = {"raw_relationship_records": len(raw), "relationships": len(table),
               "relationships_to_unknown_entities": len(unknown), "self_loops_after_merging": self_loops}
-    return table.reset_index(drop=True), problems, counts
+    return table.reset_index(drop=True), unknown, counts

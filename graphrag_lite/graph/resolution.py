@@ -274,14 +274,8 @@ class _NameIndex:
 
     def containing(self, key: str) -> set[str]:
         """Names sharing every word of `key` (through words that are not too common)."""
-        lists = [self.postings[w] for w in set(key.split()) if len(self.postings[w]) <= MAX_POSTING]
-        if not lists:
-            return set()
-        result = set(lists[0])
-        for other in lists[1:]:
-            result &= set(other)
-        result.discard(key)
-        return result
+        lists = [set(self.postings[w]) for w in set(key.split()) if len(self.postings[w]) <= MAX_POSTING]
+        return set.intersection(*lists) - {key} if lists else set()
 
     def nearest_evidenced(self, key: str, targets: list[str]) -> str | None:
         """The fullest of `targets` (most words, then most mentioned) that the graph ties to `key`."""
@@ -514,8 +508,6 @@ def _resolve_chains(decisions: dict[str, AliasDecision]) -> list[AliasDecision]:
 def majority(values: list[str]) -> tuple[str, list[str]]:
     """The most common value (the first seen on ties) and the others, in order of first appearance. An
     empty value (a type not known: an entity created from a relationship's end) loses to any other."""
-    values = [v for v in values if v] or values[:1]
-    counts = Counter(values)
-    order = list(dict.fromkeys(values))
-    winner = max(order, key=lambda v: (counts[v], -order.index(v)))
-    return winner, [v for v in order if v != winner]
+    counts = Counter([v for v in values if v] or values[:1])  # in order of first appearance
+    winner = max(counts, key=counts.__getitem__)  # the first of the most common
+    return winner, [v for v in counts if v != winner]

@@ -55,19 +55,17 @@ def extract_nlp_graph(units: pd.DataFrame, cfg: ExtractGraphNlpConfig,
     first_sentence: dict[tuple[str, str], str] = {}
     for unit_id, text in zip(units["id"], units["text"], strict=True):
         unit_sentences = sentences(text)
-        by_sentence: dict[int, list[str]] = {}
+        by_sentence: dict[int, dict[str, None]] = {}  # the names of each sentence, each once, in order
         for mention in extract_mentions(text, known):
             kinds.setdefault(mention.name, []).append(mention.type)
-            by_sentence.setdefault(mention.sentence, [])
-            if mention.name not in by_sentence[mention.sentence]:
-                by_sentence[mention.sentence].append(mention.name)
+            by_sentence.setdefault(mention.sentence, {})[mention.name] = None
             first_sentence.setdefault((unit_id, mention.name), unit_sentences[mention.sentence])
         total_windows += 1 if cfg.window == "text_unit" else len(unit_sentences)
         if cfg.window == "text_unit":
             names = list(dict.fromkeys(n for found in by_sentence.values() for n in found))
             windows.append(Window(unit_id, text, names))
         else:
-            windows += [Window(unit_id, unit_sentences[i], found) for i, found in sorted(by_sentence.items())]
+            windows += [Window(unit_id, unit_sentences[i], list(found)) for i, found in sorted(by_sentence.items())]
         advance()
 
     frequency = Counter(name for unit_id, name in first_sentence)  # text units mentioning each name
@@ -108,10 +106,7 @@ def _count(windows: Iterable[Window], kept: set[str]) -> tuple[Counter[tuple[str
 
 
 def _hubs(edges: dict[tuple[str, str], float], count: int) -> set[str]:
-    degree: Counter[str] = Counter()
-    for a, b in edges:
-        degree[a] += 1
-        degree[b] += 1
+    degree = Counter(name for pair in edges for name in pair)
     return {name for name, _ in degree.most_common(count)} if count else set()
 
 
