@@ -150,6 +150,9 @@ class ChunkingConfig(Section):
                                 "text units and of every token count: budgets, prompts, estimates")
     prepend_metadata: bool = Field(False, description="start every text unit with the document's title "
                                    "and metadata (counted in its size)")
+    min_tail_tokens: int = Field(0, ge=0, description="a document's last text unit that would bring fewer new "
+                                 "tokens than this (beyond the overlap) is joined to the unit before it, which grows "
+                                 "by that much; 0: fixed windows, as GraphRAG")
 
     @field_validator("encoding_model")
     @classmethod
@@ -163,6 +166,9 @@ class ChunkingConfig(Section):
     def _overlap_below_size(self) -> ChunkingConfig:
         if self.overlap >= self.size:
             raise ValueError(f"overlap ({self.overlap}) must be smaller than size ({self.size})")
+        if self.min_tail_tokens > self.size - self.overlap:  # a unit grows by less than one more window
+            raise ValueError(f"min_tail_tokens ({self.min_tail_tokens}) must be at most size - overlap "
+                             f"({self.size - self.overlap})")
         return self
 
 

@@ -88,3 +88,24 @@ def test_prepended_metadata_counts_in_the_size():
 def test_overlap_not_smaller_than_size_is_refused_by_the_settings_themselves():
     with pytest.raises(ValidationError, match=r"overlap \(10\) must be smaller than size \(10\)"):
         ChunkingConfig(size=10, overlap=10, encoding_model=ENCODING)
+
+
+def test_a_tail_of_few_new_tokens_joins_the_unit_before_it_and_nothing_is_lost():
+    text = " alpha" * 25  # windows 10, 10, 10 and a last one of 4: 3 repeated tokens and 1 new
+    joined = chunk_documents(documents(text), ChunkingConfig(size=10, overlap=3, min_tail_tokens=2,
+                                                             encoding_model=ENCODING))
+    assert joined["n_tokens"].tolist() == [10, 10, 11]
+    assert joined["text"].tolist()[-1] == " alpha" * 11
+    kept = chunk_documents(documents(text), ChunkingConfig(size=10, overlap=3, min_tail_tokens=1,
+                                                           encoding_model=ENCODING))
+    assert kept["n_tokens"].tolist() == [10, 10, 10, 4]  # 1 new token is not fewer than 1
+    words = numbered_words(300)
+    for tail in (0, 5, 40):  # every word stays, in order, whatever joins
+        units = chunk_documents(documents(words), ChunkingConfig(size=50, overlap=0, min_tail_tokens=tail,
+                                                                 encoding_model=ENCODING))
+        assert "".join(units["text"]) == words and units["n_tokens"].max() < 50 + max(tail, 1)
+
+
+def test_a_tail_threshold_above_one_step_is_refused_by_the_settings_themselves():
+    with pytest.raises(ValidationError, match=r"min_tail_tokens \(8\) must be at most size - overlap \(7\)"):
+        ChunkingConfig(size=10, overlap=3, min_tail_tokens=8, encoding_model=ENCODING)

@@ -63,7 +63,7 @@ def chunk_documents(documents: pd.DataFrame, cfg: ChunkingConfig) -> pd.DataFram
                               "chunking.prepend_metadata: false")
         seen: set[str] = set()
         for piece, n_tokens in split_tokens(text, np.asarray(tokens, dtype=np.int64), byte_lengths,
-                                            body_size, cfg.overlap):
+                                            body_size, cfg.overlap, cfg.min_tail_tokens):
             unit_text = header + piece
             unit_id = _unit_id(str(doc.id), unit_text, seen)
             rows.append({"id": unit_id, "human_readable_id": len(rows), "text": unit_text,
@@ -71,10 +71,12 @@ def chunk_documents(documents: pd.DataFrame, cfg: ChunkingConfig) -> pd.DataFram
     return pd.DataFrame(rows, columns=TEXT_UNIT_COLUMNS)
 
 
-def split_tokens(text: str, tokens: np.ndarray, byte_lengths: np.ndarray, size: int,
-                 overlap: int) -> list[tuple[str, int]]:
+def split_tokens(text: str, tokens: np.ndarray, byte_lengths: np.ndarray, size: int, overlap: int,
+                 min_tail: int = 0) -> list[tuple[str, int]]:
     """Windows of `size` tokens, each starting `size - overlap` tokens after the previous one; the last
-    window ends at the end of the text. Returns (text, number of tokens) per window."""
+    window ends at the end of the text. A window after which fewer than `min_tail` tokens remain takes
+    them too (a window of them would repeat `overlap` tokens to add those few, at the cost of a whole
+    extraction). Returns (text, number of tokens) per window."""
     if len(tokens) == 0:
         return []
     data = text.encode("utf-8")
@@ -83,6 +85,8 @@ def split_tokens(text: str, tokens: np.ndarray, byte_lengths: np.ndarray, size: 
     windows = []
     for start in range(0, len(tokens), step):
         end = min(start + size, len(tokens))
+        if len(tokens) - end < min_tail:
+            end = len(tokens)
         begin_byte = _char_boundary(data, int(offsets[start]), -1)
         end_byte = _char_boundary(data, int(offsets[end]), 1)
         windows.append((data[begin_byte:end_byte].decode("utf-8"), end - start))
