@@ -133,6 +133,7 @@ VARIANTS = {  # --compare: the settings before issue 16, the defaults, and each 
     "defaults": ([], []),
     "gleaning history": (["extract_graph.gleaning=history"], []),
     "batch (index --batch)": ([], ["--batch"]),
+    "chunk tails joined": (["chunking.min_tail_tokens=100"], []),  # other text units: other ids expected
 }
 
 
