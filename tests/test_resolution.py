@@ -295,3 +295,19 @@ def test_the_merged_graph_does_not_depend_on_the_order_of_the_text_units():
         pd.testing.assert_frame_equal(getattr(one, name), getattr(other, name))
     assert one.relationships[["source", "target"]].values.tolist() == [["OSTRA", "VELL"]]  # u1's direction
     assert one.entities.set_index("title").loc["OSTRA", "descriptions"][0] == "a town on a lake"
+
+
+def test_a_tie_between_spelling_variants_is_decided_the_same_in_every_process():
+    """Two names each one edit away score the same: the more mentioned wins, then the first by name, not the
+    one whose word a set (ordered by the process's string hashing) gave first."""
+    import os
+    import subprocess
+    import sys
+
+    script = ("from graphrag_lite.graph.resolution import Candidate, find_aliases\n"
+              "names = [Candidate('ELIZABETH BENNETT', 'PERSON', 1), Candidate('ELIZABETH BENNET', 'PERSON', 3),\n"
+              "         Candidate('ELIZABETT BENNETT', 'PERSON', 3)]\n"
+              "print(find_aliases(names, {}, {}, max_edits=1, require_evidence=False).decisions[0].canonical)\n")
+    canonical = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
+                                env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout.strip() for seed in range(6)}
+    assert canonical == {"ELIZABETH BENNET"}

@@ -403,22 +403,25 @@ class _NameIndex:
         return AliasDecision(c.key, best, "same organization name but for a company suffix", 1.0)
 
     def similar_spelling(self, c: Candidate, max_edits: int) -> AliasDecision | None:
-        best: tuple[float, str] | None = None
+        found: list[tuple[float, str]] = []
         for word in set(c.key.split()):
             if len(self.postings[word]) > MAX_POSTING:
                 continue
             for other in self.postings[word]:
                 if other == c.key or self.by_key[other].type != c.type:
                     continue
-                score = one_word_variant(c.key, other, max_edits)
-                if score is not None and (best is None or score > best[0]):
-                    best = (score, other)
-        if best is None or not self.evidence(c.key, best[1]):
+                if (score := one_word_variant(c.key, other, max_edits)) is not None:
+                    found.append((score, other))
+        if not found:
             return None
-        other = best[1]
+        # a tie goes to the more mentioned name, then the first by name: not to the word the set gave first
+        # (its order changes from one process to the next)
+        score, other = min(found, key=lambda f: (-f[0], -self.by_key[f[1]].frequency, f[1]))
+        if not self.evidence(c.key, other):
+            return None
         if (self.by_key[other].frequency, other) < (c.frequency, c.key):
             return None  # the more mentioned spelling survives; that pair is decided from the other side
-        return AliasDecision(c.key, other, "spelling variant of one word", round(best[0], 3))
+        return AliasDecision(c.key, other, "spelling variant of one word", round(score, 3))
 
 
 def _initials(key: str) -> str:
