@@ -168,7 +168,8 @@ class ChunkingConfig(Section):
             raise ValueError(f"overlap ({self.overlap}) must be smaller than size ({self.size})")
         if self.min_tail_tokens > self.size - self.overlap:  # a unit grows by less than one more window
             raise ValueError(f"min_tail_tokens ({self.min_tail_tokens}) must be at most size - overlap "
-                             f"({self.size - self.overlap})")
+                             f"({self.size} - {self.overlap} = {self.size - self.overlap}, after the method's "
+                             "pipeline settings and --set)")
         return self
 
 

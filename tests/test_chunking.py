@@ -107,5 +107,5 @@ def test_a_tail_of_few_new_tokens_joins_the_unit_before_it_and_nothing_is_lost()
 
 
 def test_a_tail_threshold_above_one_step_is_refused_by_the_settings_themselves():
-    with pytest.raises(ValidationError, match=r"min_tail_tokens \(8\) must be at most size - overlap \(7\)"):
+    with pytest.raises(ValidationError, match=r"min_tail_tokens \(8\) must be at most size - overlap \(10 - 3 = 7,"):
         ChunkingConfig(size=10, overlap=3, min_tail_tokens=8, encoding_model=ENCODING)
