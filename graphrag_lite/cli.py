@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import difflib
 import functools
 import logging
 import shlex
@@ -884,6 +885,10 @@ def graphrag_style(args: list[str]) -> list[str]:
         return args
     if not {"--method", "-m"} & set(args) and (len(args) < 2 or args[1].startswith("-")):
         return args  # `query`, `query --help`: graphrag-lite's own
+    if not {"--method", "-m"} & set(args) and (near := difflib.get_close_matches(args[1], SEARCH_METHODS, 1)):
+        # a mistyped method would otherwise be asked as a question, by global search
+        raise ConfigError(f"query {args[1]}: not a search method; did you mean `graphrag-lite query {near[0]}`? "
+                          f"(To ask it as a question, add --method global.)")
     rest, method = list(args[1:]), "global"  # GraphRAG's default method
     for flag in ("--method", "-m"):
         while flag in rest:

@@ -220,6 +220,10 @@ def test_graphrag_command_lines_are_read_as_graphrag_lite_ones():
     assert graphrag_style(["query", "--help"]) == ["query", "--help"]
     with pytest.raises(ConfigError, match="query --method drift: not a search method here"):
         graphrag_style(["query", "Who?", "--method", "drift"])
+    with pytest.raises(ConfigError, match="query locl: not a search method; did you mean `graphrag-lite query local`"):
+        graphrag_style(["query", "locl", "--root", "p", "--no-model"])  # not asked as a question by global search
+    assert graphrag_style(["query", "locl", "--method", "global"]) == ["query", "global", "locl"]
+    assert graphrag_style(["query", "Who is Pepys?"]) == ["query", "global", "Who is Pepys?"]
 
 
 def test_graphrag_commands_work_from_init_to_query_with_data_elsewhere(tmp_path: Path, cli, no_network):
