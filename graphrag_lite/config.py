@@ -465,7 +465,7 @@ class GraphRagConfig(Section):
 
 # ---------------------------------------------------------------- loading
 
-_VAR = re.compile(r"\$(\$|\{([A-Za-z_][A-Za-z0-9_]*)\})")
+_VAR = re.compile(r"\$(\$|\{([A-Za-z_][A-Za-z0-9_]*)\}|\{)")  # the last: a ${ that is no ${NAME}
 
 
 def substitute_env(text: str, env: typing.Mapping[str, str | None], source: str) -> str:
@@ -478,6 +478,9 @@ def substitute_env(text: str, env: typing.Mapping[str, str | None], source: str)
         def replace(match: re.Match[str], number: int = number) -> str:
             if match.group(1) == "$":
                 return "$"
+            if match.group(1) == "{":  # unclosed, empty or not a name: would be used as it is, silently
+                raise ConfigError(f"{source}:{number}: `{match.string[match.start():].strip()[:40]}` is not a complete "
+                                  "${NAME} reference (letters, digits and _, closed by }); write $${ for a literal ${")
             name = match.group(2)
             value = env.get(name)
             if value is None:

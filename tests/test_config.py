@@ -48,9 +48,17 @@ def test_missing_variable_names_variable_and_line(tmp_path, monkeypatch):
     assert "settings.yaml:7" in message
 
 
+@pytest.mark.parametrize("reference", ["${GL_TEST_KEY", "${}", "${GL TEST KEY}"])
+def test_a_malformed_variable_reference_is_refused_not_used_as_it_is(tmp_path, reference):
+    message = refusal(tmp_path, f"models:\n  m:\n    model: x\n    api_key: {reference}\n")
+    assert "settings.yaml:4" in message and "is not a complete ${NAME} reference" in message
+
+
 def test_dollar_escape_is_literal(tmp_path):
     write_settings(tmp_path, 'input:\n  file_pattern: ".*\\\\.txt$$"\n')
     assert load_config(tmp_path).input.file_pattern == r".*\.txt$"
+    write_settings(tmp_path, 'input:\n  file_pattern: ".*$${x}\\\\.txt$"\n')  # $${ is a literal ${
+    assert load_config(tmp_path).input.file_pattern == r".*${x}\.txt$"
 
 
 @pytest.mark.parametrize(("text", "bad", "suggestion"), [
