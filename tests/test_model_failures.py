@@ -275,6 +275,25 @@ def test_a_second_run_on_the_same_output_folder_is_refused_with_the_holder_named
     assert index(root).exit_code == 0  # the lock goes with its process
 
 
+def test_a_run_stopped_by_sigterm_ends_as_interrupted_and_the_next_run_resumes(tmp_path):
+    import signal
+
+    root = make_project(tmp_path, [DULCE], chat="fake/default?latency=0.5")
+    log = root / "output" / "logs" / "index.log"
+    with open(tmp_path / "run.txt", "w", encoding="utf-8") as out:
+        run = subprocess.Popen([sys.executable, "-m", "graphrag_lite", "index", "--root", str(root)], stdout=out,
+                               stderr=subprocess.STDOUT)
+        deadline = time.monotonic() + 60
+        while not (log.is_file() and "extract_graph: started" in log.read_text(encoding="utf-8")):
+            assert run.poll() is None and time.monotonic() < deadline, (tmp_path / "run.txt").read_text()
+            time.sleep(0.05)
+        run.send_signal(signal.SIGTERM)
+        assert run.wait(timeout=60) == 130
+    assert "interrupted" in (tmp_path / "run.txt").read_text(encoding="utf-8")
+    assert json.loads((root / "output" / "stats.json").read_text(encoding="utf-8"))["status"] == "interrupted"
+    assert index(root).exit_code == 0
+
+
 # 8 -------------------------------------------------------------------------------------------------------------
 
 
