@@ -549,7 +549,7 @@ def print_estimates(estimates: dict[str, Any], batch: bool = False) -> None:
 
 ResponseTypeOption = Annotated[str, typer.Option("--response-type", help="length and format of the answer, e.g. "
                                                  "'Single Paragraph', 'List of 3-7 Points'")]
-LevelOption = Annotated[int, typer.Option("--community-level", help="community level of the reports used")]
+LevelOption = Annotated[int, typer.Option("--community-level", min=0, help="community level of the reports used")]
 StreamingOption = Annotated[bool, typer.Option("--streaming/--no-streaming", help="print the answer as it is "
                                                                                   "generated")]
 DataOption = Annotated[Path | None, typer.Option("--data", "-d", help="the index's output folder (GraphRAG's "

@@ -8,7 +8,7 @@ from pathlib import Path
 from pydantic import BaseModel, SecretStr
 
 from graphrag_lite.config import GraphRagConfig, render_settings_yaml
-from graphrag_lite.errors import GraphragLiteError
+from graphrag_lite.errors import ConfigError
 from graphrag_lite.resources import data_dir
 
 SETTINGS_HEADER = """\
@@ -49,13 +49,16 @@ def prompt_settings() -> dict[tuple[str, str], str]:
 
 def init_project(root: Path, force: bool = False) -> list[Path]:
     """Write the project files into `root`; refuses to replace existing ones unless `force`."""
+    if root.exists() and not root.is_dir():
+        raise ConfigError(f"{root} is a file, not a folder: give the project's folder (graphrag-lite init "
+                          f"{root.parent})")
     wired = set(prompt_settings().values()) | {"README.md"}
     prompts = sorted(p for p in data_dir("prompts").iterdir() if p.is_file() and p.name in wired)
     targets = [root / "settings.yaml", root / ".env"] + [root / "prompts" / p.name for p in prompts]
     existing = [t for t in targets if t.exists()]
     if existing and not force:
         names = ", ".join(str(t.relative_to(root)) for t in existing)
-        raise GraphragLiteError(f"{root} already has {names}; use --force to overwrite")
+        raise ConfigError(f"{root} already has {names}; use --force to overwrite")
     (root / "input").mkdir(parents=True, exist_ok=True)
     (root / "prompts").mkdir(exist_ok=True)
     (root / "settings.yaml").write_text(render_settings_yaml(project_config(), SETTINGS_HEADER), encoding="utf-8")

@@ -15,8 +15,11 @@ def test_init_writes_a_project_and_refuses_to_overwrite(tmp_path, cli):
     assert (root / "prompts" / "README.md").is_file()
     assert "GRAPHRAG_API_KEY=" in (root / ".env").read_text()
     again = cli("init", root)
-    assert again.exit_code != 0 and "--force" in again.output
+    assert again.exit_code == 2 and "--force" in again.output  # a usage error, not an unexpected one
     assert cli("init", root, "--force").exit_code == 0
+    on_a_file = cli("init", root / "settings.yaml")
+    assert on_a_file.exit_code == 2 and "is a file, not a folder" in on_a_file.output
+    assert f"graphrag-lite init {root}" in on_a_file.output.replace("\n", "")
 
 
 def test_index_from_the_cli_and_resume(project, cli):
@@ -61,3 +64,8 @@ def test_module_entry_point_runs_from_any_folder(tmp_path):
     result = subprocess.run([sys.executable, "-m", "graphrag_lite", "--help"], cwd=tmp_path, env=env,
                             capture_output=True, text=True, timeout=60)
     assert result.returncode == 0 and "index" in result.stdout
+
+
+def test_a_negative_community_level_is_refused_before_anything_runs(tmp_path, cli):
+    result = cli("query", "global", "What happened?", "--root", tmp_path, "--community-level", "-1")
+    assert result.exit_code == 2 and "--community-level" in result.output
