@@ -897,10 +897,12 @@ def graphrag_style(args: list[str]) -> list[str]:
         return [a.removesuffix("-update") if a in ("standard-update", "fast-update") else a for a in args]
     if args[:1] != ["query"] or (args[1:2] and args[1] in SEARCH_METHODS):
         return args
-    if not {"--method", "-m"} & set(args) and (len(args) < 2 or args[1].startswith("-")):
+    method_given = bool({"--method", "-m"} & set(args))
+    if not method_given and (len(args) < 2 or args[1].startswith("-")):
         return args  # `query`, `query --help`: graphrag-lite's own
-    if not {"--method", "-m"} & set(args) and (near := difflib.get_close_matches(args[1], SEARCH_METHODS, 1)):
-        # a mistyped method would otherwise be asked as a question, by global search
+    # a mistyped method (locl, globl, basc) would be asked as a question by global search; a one-word question
+    # (goal, vocal, total, logical) stays below the 0.85 similarity
+    if not method_given and (near := difflib.get_close_matches(args[1].lower(), SEARCH_METHODS, 1, cutoff=0.85)):
         raise ConfigError(f"query {args[1]}: not a search method; did you mean `graphrag-lite query {near[0]}`? "
                           f"(To ask it as a question, add --method global.)")
     rest, method = list(args[1:]), "global"  # GraphRAG's default method

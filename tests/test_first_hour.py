@@ -224,6 +224,10 @@ def test_graphrag_command_lines_are_read_as_graphrag_lite_ones():
         graphrag_style(["query", "locl", "--root", "p", "--no-model"])  # not asked as a question by global search
     assert graphrag_style(["query", "locl", "--method", "global"]) == ["query", "global", "locl"]
     assert graphrag_style(["query", "Who is Pepys?"]) == ["query", "global", "Who is Pepys?"]
+    for question in ("goal", "vocal", "total", "logical", "music"):  # one-word questions, not typos
+        assert graphrag_style(["query", question]) == ["query", "global", question]
+    with pytest.raises(ConfigError, match="did you mean `graphrag-lite query global`"):
+        graphrag_style(["query", "Globl"])
 
 
 def test_graphrag_commands_work_from_init_to_query_with_data_elsewhere(tmp_path: Path, cli, no_network):
