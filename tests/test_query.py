@@ -360,3 +360,12 @@ def test_a_hop_answered_from_the_cache_says_so(novella):
     args = ("query", "local", "Who leads the team with Taylor Cruz?", "--root", novella, "--hops", "2", "--explain")
     assert cli(*args).exit_code == 0
     assert re.search(r"round 2: .+; 1 call, from the cache\)", cli(*args).output)
+
+
+def test_a_negative_community_level_is_refused_by_the_engine_itself(novella):
+    from graphrag_lite.errors import ConfigError
+
+    rag = GraphRAG.from_config(novella)
+    for method in ("local", "global"):
+        with pytest.raises(ConfigError, match="community level -1: levels start at 0"):
+            asyncio.run(rag.asearch(method, "Who is Alex Mercer?", community_level=-1))

@@ -22,7 +22,7 @@ from typing import Any
 
 from graphrag_lite.config import BasicSearchConfig, GraphRagConfig, LocalSearchConfig, read_settings, resolve_config
 from graphrag_lite.context_tables import ContextTable, pack, render
-from graphrag_lite.errors import MissingIndex, index_command
+from graphrag_lite.errors import ConfigError, MissingIndex, index_command
 from graphrag_lite.llm.gateway import Gateway, LLMCallError
 from graphrag_lite.llm.per_item import for_each
 from graphrag_lite.llm.structured import ParseError, json_parser, strip_reasoning
@@ -175,6 +175,7 @@ class GraphRAG:
 
     async def alocal_rounds(self, question: str, level: int, hops: int) -> tuple[LocalContext, list[HopRound]]:
         """Local search's context after up to `hops` retrieval rounds, and what each round did."""
+        checked_level(level)
         self._count_tokens_as_indexed()
         cfg = self.config.local_search
         entities, units = await self._link(question)
@@ -261,6 +262,7 @@ class GraphRAG:
 
     async def aglobal_search(self, question: str, response_type: str = DEFAULT_RESPONSE_TYPE,
                              community_level: int = 2, on_piece: OnPiece | None = None) -> SearchResult:
+        checked_level(community_level)
         self._count_tokens_as_indexed()
         cfg = self.config.global_search
         if cfg.chat_model_id is None:
@@ -459,3 +461,10 @@ def evidence_answer(tables: list[ContextTable], question: str, per_section: int 
 def _best_sentence(text: str, question: str) -> str:
     words = {w for w in re.findall(r"\w+", question.lower()) if len(w) > 2}
     return max(sentences(text), key=lambda s: len(words & set(re.findall(r"\w+", s.lower()))), default=text)
+
+
+def checked_level(level: int) -> None:
+    """A community level as every search takes it (CLI, HTTP, MCP, Python): 0 or more. A negative one would
+    select no report and answer from nothing."""
+    if level < 0:
+        raise ConfigError(f"community level {level}: levels start at 0, the largest communities")
