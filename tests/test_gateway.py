@@ -486,3 +486,29 @@ def test_the_embedding_estimate_counts_a_cached_vector_of_another_dimension_as_s
     before = sent_calls()
     again = asyncio.run(gateway.embed("m", texts, stage="test", dimension=size + 1))  # what a run would do
     assert len(again) == 2 and sent_calls() - before == calls
+
+
+def test_a_slot_taken_for_a_call_never_sent_is_given_back_without_counting_as_an_answer():
+    from graphrag_lite.llm.limits import AdaptiveConcurrency, ModelLimiter
+
+    async def scenario() -> None:
+        slots = AdaptiveConcurrency(1)
+        await slots.acquire()
+        waiter = asyncio.create_task(slots.acquire())
+        await asyncio.sleep(0)
+        slots.release()  # the slot goes to the waiter, which is cancelled before it resumes
+        waiter.cancel()
+        await asyncio.gather(waiter, return_exceptions=True)
+        assert slots.in_flight == 0
+        limiter = ModelLimiter(2, requests_per_minute=1, tokens_per_minute=None)
+        limiter.concurrency.limit = 1  # as after a 429
+        await limiter.admit(0)  # takes the one request of the minute
+        limiter.done(0, None, False, level=1)
+        admitted = asyncio.create_task(limiter.admit(0))  # waits for the next minute's request
+        await asyncio.sleep(0.01)
+        admitted.cancel()
+        await asyncio.gather(admitted, return_exceptions=True)
+        answers = limiter.concurrency._recent  # what the limit learns from: the answered call only
+        assert limiter.concurrency.in_flight == 0 and len(answers) == 1 and limiter.concurrency._successes == 0
+
+    asyncio.run(scenario())

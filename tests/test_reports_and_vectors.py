@@ -296,3 +296,37 @@ def test_the_reports_a_waiting_parent_needs_get_the_model_first(novella):
     needed = waiting | {int(c) for p in parents.itertuples() if int(p.community) in waiting for c in p.children}
     assert waiting and len(needed) < len(communities)
     assert {number_of[i] for i in written[:len(needed)]} == needed
+
+
+def test_a_report_call_s_priority_reaches_the_model_s_queue_through_the_gateway(novella, tmp_path):
+    """The same order as above, through Gateway.chat and the model's limiter (one call at a time): the
+    priority a community's task sets is what its call waits with."""
+    import asyncio
+
+    from graphrag_lite.config import CacheConfig, GraphRagConfig, ModelConfig
+    from graphrag_lite.llm.fake import STATS
+    from graphrag_lite.llm.gateway import Gateway
+    from graphrag_lite.prompts import fill, section_prompt
+    from graphrag_lite.stages.community_reports import ReportWriter
+
+    communities = table(novella, "communities")
+    parents = communities[communities["children"].map(len) > 0]
+    sizes = {int(p.community): builder_for(novella, 10**6).build(list(p.entity_ids), list(p.relationship_ids)).tokens
+             for p in parents.itertuples()}
+    builder = builder_for(novella, int(max(sizes.values()) * 0.6))
+    config = GraphRagConfig(models={"m": ModelConfig(model="fake/default?latency=0.002", concurrency=1)},
+                            cache=CacheConfig(base_dir=tmp_path / "cache"))
+    template = fill(section_prompt(config.community_reports, required=("input_text",)), max_report_length=500)
+    STATS.reset()
+    writer = ReportWriter(Gateway(config, use_cache=False), "m", template, builder, {}, salt="")
+    _, contexts = writer.generate(communities, lambda: None, asyncio.run)
+    number_of = {fill(template, input_text=c.text): n for n, c in contexts.items()}
+    asked: list[int] = []
+    for prompt in STATS.first_messages:  # a corrective follow-up repeats its first message: counted once
+        if number_of[prompt] not in asked:
+            asked.append(number_of[prompt])
+    waiting = {int(p.community) for p in parents.itertuples()
+               if not builder.fits(list(p.entity_ids), list(p.relationship_ids))}
+    needed = waiting | {int(c) for p in parents.itertuples() if int(p.community) in waiting for c in p.children}
+    assert waiting and len(asked) == len(communities)
+    assert set(asked[:len(needed)]) == needed

@@ -52,10 +52,14 @@ class AdaptiveConcurrency:
         try:
             return await slot
         except asyncio.CancelledError:
-            if slot.done() and not slot.cancelled():  # given a slot in the same moment: give it back
-                self.in_flight -= 1
-                self._give_slots()
+            if slot.done() and not slot.cancelled():  # given a slot in the same moment
+                self.give_back()
             raise
+
+    def give_back(self) -> None:
+        """A slot taken for a call that was never sent: freed, and not counted as an answer."""
+        self.in_flight -= 1
+        self._give_slots()
 
     def release(self, rate_limited: bool = False, level: int | None = None) -> None:
         self.in_flight -= 1
@@ -147,6 +151,7 @@ class StartPacer:
     def __init__(self) -> None:
         self.latency: float | None = None  # moving average of call durations, seconds
         self._work: deque[float] = deque(maxlen=50)  # the loop's CPU seconds between recent answers
+        self._typical_work: float | None = None  # their median, worked out as an answer arrives
         self._cpu_mark: float | None = None
         self._next = 0.0
         self._lock = asyncio.Lock()
@@ -154,7 +159,7 @@ class StartPacer:
     def spacing(self, concurrency: int) -> float:
         assert self.latency is not None
         most = self.HEADROOM * self.latency / concurrency
-        return min(most, statistics.median(self._work)) if self._work else most
+        return most if self._typical_work is None else min(most, self._typical_work)
 
     async def wait(self, concurrency: int) -> None:
         if self.latency is None or concurrency <= 1:
@@ -173,6 +178,7 @@ class StartPacer:
         cpu = time.thread_time()
         if self._cpu_mark is not None:
             self._work.append(cpu - self._cpu_mark)
+            self._typical_work = statistics.median(self._work)
         self._cpu_mark = cpu
 
 
@@ -195,7 +201,7 @@ class ModelLimiter:
             if self.tokens:
                 await self.tokens.take(estimated_tokens)
         except BaseException:
-            self.concurrency.release()
+            self.concurrency.give_back()  # not sent: not a success that would raise the limit
             raise
         return level
 
