@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import shlex
 import shutil
 from pathlib import Path
 
@@ -51,7 +52,7 @@ def init_project(root: Path, force: bool = False) -> list[Path]:
     """Write the project files into `root`; refuses to replace existing ones unless `force`."""
     if root.exists() and not root.is_dir():
         raise ConfigError(f"{root} is a file, not a folder: give the project's folder (graphrag-lite init "
-                          f"{root.parent})")
+                          f"{shlex.quote(str(root.parent))})")
     wired = set(prompt_settings().values()) | {"README.md"}
     prompts = sorted(p for p in data_dir("prompts").iterdir() if p.is_file() and p.name in wired)
     targets = [root / "settings.yaml", root / ".env"] + [root / "prompts" / p.name for p in prompts]

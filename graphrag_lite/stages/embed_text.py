@@ -88,7 +88,7 @@ def estimate(ctx: StageContext) -> CallEstimate | None:
     if cfg.model_id is None or not vector_tables(ctx.config):
         return None
     contents, vectorized, _, dimension, updates = planned(ctx, connect(ctx.config.vector_store.db_uri))
-    texts = list(dict.fromkeys(contents[n][1][k] for n in vectorized for k in updates[n].add))
+    texts = list(dict.fromkeys(t for added in added_texts(contents, updates, vectorized).values() for t in added))
     calls, sent, tokens = ctx.llm.embedding_estimate(cfg.model_id, texts, cfg.batch_size, cfg.batch_max_tokens,
                                                      dimension)
     return CallEstimate(stage="embed_text", model_id=cfg.model_id, calls=calls, extra_calls=0, prompt_tokens=tokens,
@@ -123,6 +123,12 @@ def plan(db: Any, contents: dict[str, tuple[list, list]], dimension: int | None,
                               rebuild=rebuild and name in vectorized) for name in TABLES}
 
 
+def added_texts(contents: dict[str, tuple[list, list]], updates: dict[str, TableUpdate],
+                names: list[str]) -> dict[str, list[str]]:
+    """The texts of the rows each table of `names` adds: what a run embeds, and what a dry run estimates."""
+    return {n: [contents[n][1][k] for k in updates[n].add] for n in names}
+
+
 def embed_added(ctx: StageContext, contents: dict[str, tuple[list, list]], updates: dict[str, TableUpdate],
                 known: dict[str, list[float]], dimension: int | None,
                 vectorized: list[str]) -> dict[str, list[list[float]] | None]:
@@ -130,7 +136,7 @@ def embed_added(ctx: StageContext, contents: dict[str, tuple[list, list]], updat
     they all have one dimension (`dimension`, when known, also sets cached vectors of another size aside);
     `known`: vectors already in hand, by text, not sent again."""
     cfg = ctx.config.embed_text
-    wanted = {n: [contents[n][1][k] for k in updates[n].add] for n in vectorized}
+    wanted = added_texts(contents, updates, vectorized)
     missing = list(dict.fromkeys(t for texts in wanted.values() for t in texts if t not in known))
     if missing and cfg.model_id:
         fresh = ctx.run(ctx.llm.embed(cfg.model_id, missing, stage="embed_text", batch_size=cfg.batch_size,
