@@ -143,7 +143,7 @@ class FakeLLM(CustomLLM):
     async def acompletion(self, model: str, messages: list, *args: Any, **kwargs: Any) -> ModelResponse:
         options = Options.parse(model)
         STATS.completions += 1
-        prompt_tokens = sum(_provider_tokens(str(m.get("content", ""))) for m in messages)
+        prompt_tokens = provider_prompt_tokens(messages)
         STATS.prompt_tokens += prompt_tokens
         STATS.first_messages.append(str(messages[0].get("content", "")) if messages else "")
         STATS.started.append(time.monotonic())
@@ -737,6 +737,11 @@ def embed_text(text: str, dim: int) -> list[float]:
         vector[bucket] += vote * count
     norm = math.sqrt(sum(v * v for v in vector)) or 1.0
     return [v / norm for v in vector]
+
+
+def provider_prompt_tokens(messages: list[dict[str, Any]]) -> int:
+    """A request's prompt tokens as the provider counts them, online or in a batch."""
+    return sum(_provider_tokens(str(m.get("content", ""))) for m in messages)
 
 
 @functools.lru_cache(maxsize=4096)

@@ -37,8 +37,7 @@ from litellm.types.llms.openai import HttpxBinaryResponseContent, OpenAIFileObje
 from litellm.types.utils import LiteLLMBatch
 from openai.types.batch_request_counts import BatchRequestCounts
 
-from graphrag_lite.llm.fake import PROVIDER_ENCODING, Options, answer, cut_at
-from graphrag_lite.tokens import count_tokens
+from graphrag_lite.llm.fake import Options, answer, cut_at, provider_prompt_tokens
 
 SUBMISSIONS = "submissions.jsonl"
 
@@ -121,7 +120,7 @@ def _answer_line(request: dict[str, Any], options: Options) -> dict[str, Any]:
     if _share(request["custom_id"], "invalid") < options.batch_invalid:  # what no stage accepts from any model
         text, finish = text[: len(text) // 2], "length"
     text, finish, completion = cut_at(text, finish, body.get("max_tokens"))
-    prompt = sum(count_tokens(str(m.get("content", "")), PROVIDER_ENCODING) for m in body["messages"])
+    prompt = provider_prompt_tokens(body["messages"])
     response = {"id": f"chatcmpl-{uuid.uuid4().hex}", "object": "chat.completion", "created": int(time.time()),
                 "model": body["model"], "usage": {"prompt_tokens": prompt, "completion_tokens": completion,
                                                   "total_tokens": prompt + completion},
