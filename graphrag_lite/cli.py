@@ -19,6 +19,7 @@ from rich.console import Console
 from rich.markup import escape
 
 from graphrag_lite.errors import ConfigError, GraphragLiteError, IndexIncomplete, MissingIndex, index_command
+from graphrag_lite.query import SEARCH_METHODS
 
 if TYPE_CHECKING:
     from graphrag_lite.config import GraphRagConfig
@@ -822,14 +823,14 @@ def evaluate(
     import json
     from dataclasses import asdict
 
-    from graphrag_lite.evaluation.evaluate import METHODS, evaluate_index, summary_table
+    from graphrag_lite.evaluation.evaluate import evaluate_index, summary_table
     from graphrag_lite.evaluation.questions import load_questions
     from graphrag_lite.query.engine import GraphRAG
     from graphrag_lite.tables import plain_json
 
     chosen = [m.strip() for m in methods.split(",") if m.strip()]
-    if not chosen or any(m not in METHODS for m in chosen):
-        raise ConfigError(f"--methods {methods}: choose from {', '.join(METHODS)}")
+    if not chosen or any(m not in SEARCH_METHODS for m in chosen):
+        raise ConfigError(f"--methods {methods}: choose from {', '.join(SEARCH_METHODS)}")
     asked = load_questions(questions)
     rag = GraphRAG.from_config(root, config, set_ or [])
     results = asyncio.run(evaluate_index(rag, asked, chosen, answers, response_type))
@@ -886,7 +887,6 @@ def _stopped(signum: int, frame: object) -> None:
     raise Terminated
 
 
-SEARCH_METHODS = ("local", "global", "basic")
 
 
 def graphrag_style(args: list[str]) -> list[str]:

@@ -25,7 +25,6 @@ from graphrag_lite.llm.gateway import LLMCallError
 from graphrag_lite.llm.ledger import summarize
 from graphrag_lite.query.engine import GraphRAG
 
-METHODS = ("local", "global", "basic")
 PACKED = "basic_packed"
 PACKED_K = 1000  # candidates for basic search packed to the budget: more than a context can hold
 

@@ -23,15 +23,15 @@ import itertools
 import re
 from dataclasses import dataclass
 from pathlib import Path
-from typing import Any, Literal
+from typing import Any
 
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from graphrag_lite.config import unwrap_optional, yaml_mapping
 from graphrag_lite.errors import ConfigError
 from graphrag_lite.evaluation.judge import CRITERIA
+from graphrag_lite.query import SearchMethod
 
-Method = Literal["local", "global", "basic"]
 # Where each variant's index and cache live is the experiment's business, not a variant's.
 RESERVED = ("output.base_dir", "vector_store.db_uri")
 
@@ -43,7 +43,7 @@ class _Strict(BaseModel):
 class JudgeSpec(_Strict):
     baseline: str = Field(description="the variant every other variant's answers are compared with")
     model_id: str = Field("default_chat_model", description="the judge: a model id of the project's settings")
-    methods: list[Method] = Field(default_factory=lambda: list[Method](["local"]),
+    methods: list[SearchMethod] = Field(default_factory=lambda: list[SearchMethod](["local"]),
                                   description="query methods whose answers are judged")
     criteria: list[str] = Field(default_factory=lambda: list(CRITERIA), description="criteria; the four of the "
                                 "GraphRAG paper by default, or your own words")
@@ -63,7 +63,7 @@ class ExperimentSpec(_Strict):
     variants: dict[str, dict[str, Any] | None] = Field(default_factory=dict)
     grid: dict[str, list[Any]] = Field(default_factory=dict)
     questions: Path | None = None
-    methods: list[Method] = Field(default_factory=lambda: list[Method](["local", "basic"]))
+    methods: list[SearchMethod] = Field(default_factory=lambda: list[SearchMethod](["local", "basic"]))
     answers: bool = Field(False, description="generate answers with each method's chat model and score them "
                           "(questions with answers); a judge needs them too. Off: retrieval scores only, no model")
     response_type: str = "Single Sentence"

@@ -38,6 +38,7 @@ from graphrag_lite.context_tables import render
 from graphrag_lite.errors import ConfigError, GraphragLiteError
 from graphrag_lite.llm.gateway import LLMCallError
 from graphrag_lite.llm.ledger import request_scope
+from graphrag_lite.query import SearchMethod
 from graphrag_lite.query.engine import DEFAULT_RESPONSE_TYPE, GraphRAG
 from graphrag_lite.serve import browse
 from graphrag_lite.serve.holder import TABLES, IndexHolder
@@ -231,12 +232,11 @@ def _problem(error: Any) -> str:
     return f"{where}: {error.get('msg')}"
 
 
-Method = Literal["local", "global", "basic"]
 
 
 def _add_search_routes(app: FastAPI) -> None:
     @app.post("/query/{method}", summary="Answer a question (local, global or basic search)")
-    async def query(method: Method, body: Annotated[QueryRequest, Body()], request: Request) -> Any:
+    async def query(method: SearchMethod, body: Annotated[QueryRequest, Body()], request: Request) -> Any:
         engine = request.app.state.holder.current.engines[(method, body.no_model)]
         options: dict[str, Any] = {"response_type": body.response_type}
         if body.community_level is not None and method != "basic":

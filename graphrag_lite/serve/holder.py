@@ -19,12 +19,12 @@ from typing import Any
 
 from graphrag_lite.config import GraphRagConfig, no_model_overrides
 from graphrag_lite.errors import GraphragLiteError
+from graphrag_lite.query import SEARCH_METHODS
 from graphrag_lite.query.engine import GraphRAG
 from graphrag_lite.serve import browse
 from graphrag_lite.storage import OutputLock
 
 LOG = logging.getLogger("graphrag_lite.serve")
-METHODS = ("local", "global", "basic")
 TABLES = ("documents", "text_units", "entities", "relationships", "communities", "reports", "covariates")
 CHECK_EVERY_S = 1.0  # how often the holder looks for a finished index run
 
@@ -79,7 +79,7 @@ def load_index(root: Path, config: Path | None, overrides: list[str]) -> LoadedI
     browse.warm(base.index)
     database = PinnedDatabase(base._database)
     engines = {}
-    for method in METHODS:
+    for method in SEARCH_METHODS:
         for no_model in (False, True):  # with a model, the base's settings; without, its model settings null
             engine = base.with_config(GraphRAG.from_config(
                 root, config, [*overrides, *no_model_overrides(method)]).config) if no_model else base
