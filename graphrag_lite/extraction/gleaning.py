@@ -174,7 +174,7 @@ def _cached_calls(gateway: Gateway, request: ExtractionRequest, text: str) -> tu
     if answer is None:
         return False, None
     try:
-        parsed = checked(request.parse, text, False)(answer)
+        parsed = checked(request.parse, text, False, request.habit)(answer)
     except ParseError:  # the run's check refuses it: a run would ask again
         return False, None
     try:
@@ -192,7 +192,7 @@ def _gleanings_cached(gateway: Gateway, request: ExtractionRequest, text: str, h
         if more is None:
             return False
         known = {e.name for e in parsed.entities}
-        parsed.extend(checked(request.parse, text, True)(more))
+        parsed.extend(checked(request.parse, text, True, request.habit)(more))
         if not request.compact:
             history = [*asked, {"role": "assistant", "content": more}]
         if _last_gleaning(request, gleaning, known, parsed):
