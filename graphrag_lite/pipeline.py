@@ -224,7 +224,7 @@ def write_effective_settings(config: GraphRagConfig, pipeline: Pipeline, output_
     from graphrag_lite.compat import is_graphrag_settings
     from graphrag_lite.compat import translate as translate_graphrag_settings
 
-    values = config.model_dump(mode="json", exclude={"root_dir"})
+    values = _dollars_literal(config.model_dump(mode="json", exclude={"root_dir"}))
     written = yaml.safe_load(config.settings_file.read_text(encoding="utf-8")) if config.settings_file else None
     if isinstance(written, dict) and is_graphrag_settings(written):  # its keys where ours are, ${VAR}s kept
         written = translate_graphrag_settings(written)[0]
@@ -238,6 +238,15 @@ def write_effective_settings(config: GraphRagConfig, pipeline: Pipeline, output_
               "back).\n")
     text = header + yaml.safe_dump(values, sort_keys=False, allow_unicode=True)
     (output_dir / EFFECTIVE_SETTINGS_FILE).write_text(text, encoding="utf-8")
+
+
+def _dollars_literal(value: Any) -> Any:
+    """Resolved values written so that reading the file back gives them again: a `$` as `$$`."""
+    if isinstance(value, str):
+        return value.replace("$", "$$")
+    if isinstance(value, dict):
+        return {k: _dollars_literal(v) for k, v in value.items()}
+    return [_dollars_literal(v) for v in value] if isinstance(value, list) else value
 
 
 def _key_reference(settings: Any, model_id: str) -> str | None:

@@ -176,7 +176,8 @@ def test_every_run_writes_its_effective_settings_beside_the_index(tmp_path, cli)
     from tests.conftest import SAMPLE, add_inputs, write_settings
 
     root = add_inputs(tmp_path / "p", SAMPLE)
-    write_settings(root, "models:\n  default_chat_model:\n    model: fake/default\n    api_key: sk-secret-123\n")
+    write_settings(root, "models:\n  default_chat_model:\n    model: fake/default\n    api_key: sk-secret-123\n"
+                         "input:\n  file_pattern: '.*(\\\\.txt|$${x}|$$$$)$'\n")  # a literal ${ and $$
     result = cli("index", "--root", str(root), "--method", "fast", "--set", "chunking.size=300")
     assert result.exit_code == 0, result.output
     written = (root / "output" / EFFECTIVE_SETTINGS_FILE).read_text(encoding="utf-8")
