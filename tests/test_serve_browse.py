@@ -237,3 +237,20 @@ def test_look_ups_take_milliseconds_on_ten_thousand_entities(tmp_path):
     hub = neighbourhood(index, "e0", hops=1)
     assert len(hub["nodes"]) == 150 and hub["nodes"][0]["hop"] == 0
     assert [n["degree"] for n in hub["nodes"][1:]] == sorted((n["degree"] for n in hub["nodes"][1:]), reverse=True)
+
+
+def test_an_index_whose_look_ups_were_used_is_freed_without_waiting_for_the_collector(dulce):
+    """A server reload drops its old index: with no cycle between the tables and their look-ups, reference
+    counting frees them at once (the cyclic collector may run much later, holding every DataFrame)."""
+    import gc
+    import weakref
+
+    index = IndexTables(load_config(dulce))
+    assert find_entities(index, "alex")  # builds the look-ups, which point back at the tables
+    gone = weakref.ref(index)
+    gc.disable()
+    try:
+        del index
+        assert gone() is None
+    finally:
+        gc.enable()

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import heapq
 import unicodedata
+import weakref
 from collections import defaultdict
 from collections.abc import Sequence
 from functools import cached_property
@@ -155,7 +156,9 @@ class Lookups:
     """Indexes over one `IndexTables`, each built on first use (so a look-up needs only its own tables)."""
 
     def __init__(self, index: IndexTables) -> None:
-        self.index = index
+        # the tables own their look-ups (IndexTables.browse), not the other way round: with no cycle, a reloaded
+        # server's old index and its DataFrames are freed as soon as the last request lets go of them
+        self.index = weakref.proxy(index)
 
     # entities ------------------------------------------------------
     @cached_property
