@@ -179,3 +179,23 @@ def test_a_dry_run_follows_cached_real_model_replies_to_the_end_of_each_unit(tmp
         assert index(root, "--dry-run", "--set", "extract_graph.max_gleanings=3").exit_code == 0
         estimate = json.loads((root / "output" / "dry_run.json").read_text())["extract_graph"]
         assert estimate["calls"] == 0 and estimate["up_to_extra_calls"] == still_to_make * 5, (check, estimate)
+
+
+def test_a_dry_run_follows_cached_real_model_replies_in_compact_gleaning(tmp_path):
+    """Compact gleaning (the default) with the replies real models give: a fenced first answer, then prose
+    with no records to the gleaning. That gleaning named nothing new, so the unit ended there: the dry run
+    reads the same from the cache and asks for nothing more, even with a third gleaning allowed."""
+    from graphrag_lite.llm.fake import scripted
+
+    first = ("```\n(\"entity\"<|>ALEX MERCER<|>PERSON<|>An agent)##(\"entity\"<|>TAYLOR CRUZ<|>PERSON<|>An agent)"
+             "##(\"relationship\"<|>TAYLOR CRUZ<|>ALEX MERCER<|>Cruz questions Mercer<|>7)<|COMPLETE|>\n```")
+    root = make_project(tmp_path, [DULCE], "extract_graph:\n  max_gleanings: 2\n")
+    with scripted({"extract_graph.extract": first, "extract_graph.glean": "I found no further entities.",
+                   "extract_graph.check": "Y"}):
+        assert index(root).exit_code == 0
+    assert index(root, "--dry-run", "--set", "extract_graph.max_gleanings=3").exit_code == 0
+    estimate = json.loads((root / "output" / "dry_run.json").read_text())["extract_graph"]
+    assert (estimate["calls"], estimate["up_to_extra_calls"]) == (0, 0), estimate
+    assert index(root, "--dry-run", "--set", "extract_graph.gleaning=history").exit_code == 0
+    history = json.loads((root / "output" / "dry_run.json").read_text())["extract_graph"]
+    assert history["up_to_extra_calls"] > 0  # other follow-ups: not in the cache
