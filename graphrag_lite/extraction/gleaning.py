@@ -159,13 +159,6 @@ def first_messages(request: ExtractionRequest, text: str) -> list[dict[str, str]
     return [{"role": "user", "content": fill(request.template, input_text=text)}]
 
 
-def answered_units(gateway: Gateway, request: ExtractionRequest, texts: list[str]) -> list[tuple[bool, int | None]]:
-    """Per text, what the cache already holds (an update, or a run with other gleaning settings, re-sends
-    only the rest): whether all of its calls are answered, and the tokens of its first answer when that one
-    is (None when not)."""
-    return [_cached_calls(gateway, request, text) for text in texts]
-
-
 def _cached_calls(gateway: Gateway, request: ExtractionRequest, text: str) -> tuple[bool, int | None]:
     """One unit's calls, followed through the cache as `extract_with_gleaning` makes them: whether all are
     cached, and the tokens of the cached first answer (None when a run would ask for it)."""
@@ -206,15 +199,17 @@ def _gleanings_cached(gateway: Gateway, request: ExtractionRequest, text: str, h
     return True
 
 
-def extraction_estimate(gateway: Gateway, request: ExtractionRequest, units: pd.DataFrame, continue_tokens: int,
+def extraction_estimate(gateway: Gateway, request: ExtractionRequest, units: pd.DataFrame,
                         reply_ratio: float = REPLY_TO_INPUT_RATIO) -> CallEstimate:
-    """A dry run's estimate of an extraction stage: the calls of every text unit the cache does not hold.
-    `reply_ratio`: an answer's tokens per token of its text."""
+    """A dry run's estimate of an extraction stage: the calls of every text unit the cache does not hold (an
+    update, or a run with other gleaning settings, sends only the rest). `reply_ratio`: an answer's tokens per
+    token of its text."""
     base = count_tokens(fill(request.template, input_text=""))
+    asked = count_tokens((FOUND_NAMES.format(names="") if request.compact else "") + gleaning_prompt(request))
     texts = [int(n) for n in units["n_tokens"]]
-    return gleaning_estimate(request.stage, request.model_id, [base + n for n in texts], texts,
-                             answered_units(gateway, request, units["text"].tolist()), request.max_gleanings,
-                             continue_tokens, compact=request.compact, reply_ratio=reply_ratio)
+    answered = [_cached_calls(gateway, request, text) for text in units["text"]]
+    return gleaning_estimate(request.stage, request.model_id, [base + n for n in texts], texts, answered,
+                             request.max_gleanings, asked, compact=request.compact, reply_ratio=reply_ratio)
 
 
 async def extract_with_gleaning(gateway: Gateway, request: ExtractionRequest, text: str) -> UnitOutcome:

@@ -21,7 +21,6 @@ from graphrag_lite.extraction.gleaning import (
 from graphrag_lite.extraction.tuples import COMPLETION_DELIMITER, RECORD_DELIMITER, TUPLE_DELIMITER, parse_claims_reply
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 from graphrag_lite.prompts import fill, section_prompt
-from graphrag_lite.tokens import count_tokens
 
 CLAIM_COLUMNS = ["text_unit_id", "subject", "object", "type", "status", "start_date", "end_date", "description",
                  "source_text"]
@@ -49,7 +48,7 @@ def estimate(ctx: StageContext) -> CallEstimate | None:
         return None
     # claims are far fewer than entities and relationships: so is an answer, and what a follow-up resends
     return extraction_estimate(ctx.llm, claims_request(ctx.config), ctx.read("base_text_units"),
-                               count_tokens(CONTINUE_CLAIMS), reply_ratio=REPLY_TO_INPUT_RATIO / 4)
+                               reply_ratio=REPLY_TO_INPUT_RATIO / 4)
 
 
 def run(ctx: StageContext) -> StageResult:

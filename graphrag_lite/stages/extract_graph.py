@@ -13,13 +13,11 @@ from graphrag_lite.config import ExtractGraphConfig
 from graphrag_lite.estimate import CallEstimate
 from graphrag_lite.extraction.gleaning import (
     CONTINUE_GRAPH,
-    FOUND_NAMES,
     ExtractionRequest,
     UnitOutcome,
     extract_units,
     extraction_estimate,
     extraction_result,
-    gleaning_prompt,
 )
 from graphrag_lite.extraction.tuples import (
     COMPLETION_DELIMITER,
@@ -31,7 +29,6 @@ from graphrag_lite.extraction.tuples import (
 from graphrag_lite.llm.gateway import Gateway
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 from graphrag_lite.prompts import fill, section_prompt
-from graphrag_lite.tokens import count_tokens
 
 ENTITY_COLUMNS = ["text_unit_id", "name", "type", "description"]
 RELATIONSHIP_COLUMNS = ["text_unit_id", "source", "target", "description", "strength"]
@@ -69,8 +66,7 @@ def extraction_request(cfg: ExtractGraphConfig, gateway: Gateway) -> ExtractionR
 def estimate(ctx: StageContext) -> CallEstimate:
     cfg = ctx.config.extract_graph
     request = extraction_request(cfg, ctx.llm)
-    asked = FOUND_NAMES.format(names="") + gleaning_prompt(request) if request.compact else CONTINUE_GRAPH
-    return extraction_estimate(ctx.llm, request, ctx.read("base_text_units"), count_tokens(asked))
+    return extraction_estimate(ctx.llm, request, ctx.read("base_text_units"))
 
 
 def run(ctx: StageContext) -> StageResult:
