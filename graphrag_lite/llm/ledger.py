@@ -115,7 +115,11 @@ class Ledger:
         return summarize([r for r in self.visible() if stage is None or r.stage == stage])
 
     def by_stage(self) -> dict[str, dict[str, Any]]:
-        return {stage: self.totals(stage) for stage in dict.fromkeys(r.stage for r in self.visible())}
+        """Each stage's totals, in the order stages first called (the records grouped in one pass)."""
+        groups: dict[str, list[CallRecord]] = {}
+        for record in self.visible():
+            groups.setdefault(record.stage, []).append(record)
+        return {stage: summarize(records) for stage, records in groups.items()}
 
 
 def summarize(records: list[CallRecord]) -> dict[str, Any]:
