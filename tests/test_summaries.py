@@ -135,3 +135,28 @@ def test_summaries_in_the_styles_real_models_answer(tmp_path):
     STATS.reset()  # nothing of the failure was cached: asked again, the model is called again
     [again] = asyncio.run(summarize_all(failing, ALWAYS, TEMPLATE, ["ANA"], [descriptions], [], lambda: None))
     assert STATS.completions == 1 and "Lisbon" in again
+
+
+def test_the_longest_list_is_summarized_first_and_its_correction_goes_before_shorter_lists(tmp_path):
+    """With two slots: the longest lists of descriptions are asked first, and when the longest one's answer is
+    cut off, its corrective follow-up takes the next free slot, before the shortest list. In order of asking,
+    the follow-up would wait behind every list, and with many slots need a round of its own at the end."""
+    from graphrag_lite.llm.fake import scripted
+
+    STATS.reset()
+    cfg = GraphRagConfig(models={"default_chat_model": ModelConfig(model="fake/default?latency=0.01", concurrency=2)},
+                         cache=CacheConfig(base_dir=tmp_path))
+    lists = {"DAN": ["Bakes bread.", "Sells cakes."],
+             "BOB": ["A pilot who " + "flies far and wide, " * 20 + "for Acme.", "Lives in Lisbon."],
+             "ANA": ["Sails boats on the river.", "Lives in Porto."],
+             "CAL": ["Writes novels about the sea.", "Lives in Madrid.", "Teaches writing."]}
+    covering_all = ("Bakes bread, sells cakes; pilot flies for Acme; sails boats; writes novels, teaches; lives in "
+                    "Porto, Lisbon, Madrid.")
+    with scripted({"summarize_descriptions": [{"content": "A pilot who flies", "finish_reason": "length"},
+                                              covering_all]}):
+        out = asyncio.run(summarize_all(Gateway(cfg, use_cache=False), ALWAYS, TEMPLATE, list(lists),
+                                        list(lists.values()), [], lambda: None))
+    asked = [next(name for name in lists if name in prompt) for prompt in STATS.first_messages]
+    assert asked[:3] == ["BOB", "CAL", "ANA"]  # by the length of their descriptions
+    assert asked[3:] == ["BOB", "DAN"]  # the correction before the shortest list
+    assert out == [covering_all] * 4

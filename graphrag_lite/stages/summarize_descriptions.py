@@ -17,6 +17,7 @@ from collections.abc import Callable
 from graphrag_lite.config import SummarizeDescriptionsConfig
 from graphrag_lite.extraction.tuples import without_markers
 from graphrag_lite.llm.gateway import Gateway, gather_all
+from graphrag_lite.llm.limits import PRIORITY
 from graphrag_lite.llm.per_item import for_each
 from graphrag_lite.llm.structured import ParseError, strip_reasoning
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
@@ -62,11 +63,19 @@ async def summarize_all(gateway: Gateway | None, cfg: SummarizeDescriptionsConfi
     (SUMMARIZED, JOINED, SAID_IT_ALL). A summary that fails falls back to the descriptions joined."""
     tally = Counter() if tally is None else tally
     summaries = [without_call(s, d, cfg, tally, advance) for s, d in zip(subjects, lists, strict=True)]
-    asked = [i for i, summary in enumerate(summaries) if summary is None]
+    # longest first: its answer takes longest, and a correction it needs then leaves early, not in a round
+    # of its own at the end
+    sizes = [sum(map(len, d)) for d in lists]
+    asked = sorted((i for i, summary in enumerate(summaries) if summary is None), key=lambda i: -sizes[i])
     tally[SUMMARIZED] += len(asked)
     if asked:
         assert gateway is not None
-        done = await for_each(asked, lambda i: summarize(gateway, cfg, template, subjects[i], lists[i]), advance)
+
+        async def ask(i: int) -> str:
+            PRIORITY.set(sizes[i])  # in this item's task only: its correction goes before shorter lists
+            return await summarize(gateway, cfg, template, subjects[i], lists[i])
+
+        done = await for_each(asked, ask, advance)
         for i, result in zip(asked, done, strict=True):
             if result.error is None:
                 summaries[i] = result.value
