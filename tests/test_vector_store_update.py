@@ -148,3 +148,28 @@ def test_an_update_keeps_the_version_a_server_reads_however_old():
 
     assert _cleanup_age(datetime.now() - timedelta(hours=2)) == timedelta(days=7)
     assert _cleanup_age(datetime.now() - timedelta(days=90)) > timedelta(days=90)
+
+
+def test_a_first_build_sends_its_embedding_calls_while_lancedb_is_being_opened(tmp_path: Path, cli, monkeypatch):
+    """Importing LanceDB takes most of a second. On a first build every text of the tables with vectors is
+    embedded whatever LanceDB holds, so the calls need not wait for it. Here opening LanceDB waits until an
+    embedding call has reached the model: done one after the other, the stage would stall and fail."""
+    import time
+
+    from graphrag_lite.llm.fake import STATS
+    from graphrag_lite.stages import embed_text
+
+    def once_an_embedding_call_is_sent(uri: str):
+        deadline = time.monotonic() + 10
+        while STATS.embeddings == 0:
+            assert time.monotonic() < deadline, "LanceDB was opened before any embedding call was sent"
+            time.sleep(0.01)
+        return connect(uri)
+
+    monkeypatch.setattr(embed_text, "connect", once_an_embedding_call_is_sent)
+    STATS.reset()
+    documents = sorted((DATA / "unrelated-documents").glob("*.txt"))[:2]
+    root = make_project(tmp_path / "p", documents)
+    built = cli("index", "--root", root)
+    assert built.exit_code == 0, built.output
+    assert all(t["rebuilt"] for t in stats(root)["details"].values())

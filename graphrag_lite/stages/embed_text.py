@@ -12,6 +12,7 @@ rebuilt and re-embedded: vectors of two models are never mixed in one index.
 
 from __future__ import annotations
 
+import asyncio
 import hashlib
 import os
 from typing import Any
@@ -20,6 +21,7 @@ import pandas as pd
 
 from graphrag_lite.config import GraphRagConfig
 from graphrag_lite.estimate import CallEstimate
+from graphrag_lite.llm.gateway import gather_all
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 from graphrag_lite.storage import read_json, write_json
 from graphrag_lite.vector_store import (
@@ -36,10 +38,11 @@ from graphrag_lite.vector_store import (
 
 def run(ctx: StageContext) -> StageResult:
     cfg = ctx.config.embed_text
-    db = connect(ctx.config.vector_store.db_uri)
     model = ctx.config.models[cfg.model_id].model if cfg.model_id else None
-    contents, vectorized, manifest, dimension, updates = planned(ctx, db)
-    vectors = embed_added(ctx, contents, updates, {}, dimension, vectorized)
+    contents, vectorized, manifest, dimension = inputs(ctx)
+    db, known = ctx.run(connected(ctx, contents, vectorized, dimension))
+    updates = plan(db, contents, dimension, vectorized, rebuild=dimension is None)
+    vectors = embed_added(ctx, contents, updates, known, dimension, vectorized)
     fresh = next((len(v[0]) for v in vectors.values() if v), None)
     if fresh is not None and fresh != dimension and not all(updates[n].rebuilt for n in vectorized):
         # same model name, other vectors (e.g. its `dimensions` call argument changed): start again
@@ -70,16 +73,29 @@ def vector_tables(config: GraphRagConfig) -> list[str]:
     return [name for name in TABLES if name in config.embed_text.names] if config.embed_text.model_id else []
 
 
-def planned(ctx: StageContext, db: Any) -> tuple[dict[str, tuple[list, list]], list[str], dict[str, Any] | None,
-                                                 int | None, dict[str, TableUpdate]]:
+def inputs(ctx: StageContext) -> tuple[dict[str, tuple[list, list]], list[str], dict[str, Any] | None, int | None]:
     """What a run (or a dry run's estimate) works from: each table's (ids, texts), the tables with vectors,
-    the manifest, the stored vectors' dimension when they can be kept, and each table's update."""
+    the manifest, and the stored vectors' dimension when they can be kept (None: every vector is made again)."""
     contents = texts_for(ctx.read("entities"), ctx.read("text_units"), ctx.read("community_reports"))
-    vectorized = vector_tables(ctx.config)
     manifest = read_manifest(ctx.config.output.base_dir)
-    dimension = reusable_dimension(manifest, ctx.config)
-    return contents, vectorized, manifest, dimension, plan(db, contents, dimension, vectorized,
-                                                            rebuild=dimension is None)
+    return contents, vector_tables(ctx.config), manifest, reusable_dimension(manifest, ctx.config)
+
+
+async def connected(ctx: StageContext, contents: dict[str, tuple[list, list]], vectorized: list[str],
+                    dimension: int | None) -> tuple[Any, dict[str, list[float]]]:
+    """LanceDB's connection, and, when no stored vector can be kept (a first build, another model), the
+    vectors of every text of the tables with vectors: all of them are sent whatever LanceDB holds, so the
+    calls go out while LanceDB is imported (about 0.7 s) in a thread, not after it."""
+    opening = asyncio.to_thread(connect, ctx.config.vector_store.db_uri)
+    model_id = ctx.config.embed_text.model_id
+    if dimension is not None or not vectorized or model_id is None:
+        return await opening, {}
+    texts = list(dict.fromkeys(t for name in vectorized for t in contents[name][1]))
+    cfg = ctx.config.embed_text
+    db, vectors = await gather_all([opening, ctx.llm.embed(model_id, texts, stage="embed_text",
+                                                           batch_size=cfg.batch_size,
+                                                           batch_max_tokens=cfg.batch_max_tokens)])
+    return db, dict(zip(texts, vectors, strict=True))
 
 
 def estimate(ctx: StageContext) -> CallEstimate | None:
@@ -87,7 +103,8 @@ def estimate(ctx: StageContext) -> CallEstimate | None:
     cfg = ctx.config.embed_text
     if cfg.model_id is None or not vector_tables(ctx.config):
         return None
-    contents, vectorized, _, dimension, updates = planned(ctx, connect(ctx.config.vector_store.db_uri))
+    contents, vectorized, _, dimension = inputs(ctx)
+    updates = plan(connect(ctx.config.vector_store.db_uri), contents, dimension, vectorized, rebuild=dimension is None)
     texts = list(dict.fromkeys(t for added in added_texts(contents, updates, vectorized).values() for t in added))
     calls, sent, tokens = ctx.llm.embedding_estimate(cfg.model_id, texts, cfg.batch_size, cfg.batch_max_tokens,
                                                      dimension)
