@@ -1,7 +1,7 @@
 """Benchmark (issue 16, point 1): when does a model summary of an entity's descriptions pay for its call?
 
     .venv/bin/python bench/summary_threshold.py --output OUTPUT_DIR [--model openai/qwen
-        --api-base http://127.0.0.1:8090/v1 --api-key sk-local] [--per-bin 3]
+        --api-base http://127.0.0.1:8090/v1 --api-key sk-local] [--per-bin 3] [--fewest-descriptions 2]
 
 OUTPUT_DIR is a standard index (it needs merged_entities, merged_relationships and communities). A summary
 costs one call: the prompt (template and descriptions) and the summary it writes. It saves, in every later
@@ -34,7 +34,7 @@ from graphrag_lite.stages.summarize_descriptions import summarize
 from graphrag_lite.tokens import count_tokens
 
 BINS = [(2, 2, 0, 100), (2, 2, 100, 400), (3, 4, 0, 200), (3, 4, 200, 600), (5, 8, 0, 400), (5, 8, 400, 1500),
-        (9, 10_000, 0, 100_000)]  # (fewest descriptions, most, fewest joined tokens, most)
+        (9, 10_000, 0, 400), (9, 10_000, 400, 100_000)]  # (fewest descriptions, most, fewest joined tokens, most)
 
 
 def carried(output: Path) -> tuple[float, float]:
@@ -47,7 +47,8 @@ def carried(output: Path) -> tuple[float, float]:
     return entity_uses, relationship_uses
 
 
-def samples(output: Path, per_bin: int) -> list[tuple[tuple[int, int, int, int], str, list[str]]]:
+def samples(output: Path, per_bin: int, fewest_descriptions: int = 2
+            ) -> list[tuple[tuple[int, int, int, int], str, list[str]]]:
     rows = []
     for table, subject in (("merged_entities", lambda r: r["title"]),
                            ("merged_relationships", lambda r: f"{r['source']}, {r['target']}")):
@@ -55,7 +56,7 @@ def samples(output: Path, per_bin: int) -> list[tuple[tuple[int, int, int, int],
             rows.append((subject(row), list(row["descriptions"])))
     random.Random(0).shuffle(rows)
     chosen = []
-    for low, high, fewest, most in BINS:
+    for low, high, fewest, most in (b for b in BINS if b[0] >= fewest_descriptions):
         inside = [(s, d) for s, d in rows if low <= len(d) <= high
                   and fewest <= count_tokens(" ".join(d)) < most]
         chosen += [((low, high, fewest, most), s, d) for s, d in inside[:per_bin]]
@@ -112,9 +113,10 @@ def main() -> None:
     parser.add_argument("--api-base", default="http://127.0.0.1:8090/v1")
     parser.add_argument("--api-key", default="sk-local")
     parser.add_argument("--per-bin", type=int, default=3)
+    parser.add_argument("--fewest-descriptions", type=int, default=2, help="only the bins of lists this long or longer")
     args = parser.parse_args()
     uses = carried(args.output)
-    results = asyncio.run(measure(args, samples(args.output, args.per_bin)))
+    results = asyncio.run(measure(args, samples(args.output, args.per_bin, args.fewest_descriptions)))
     report(results, uses)
 
 
