@@ -92,9 +92,10 @@ async def connected(ctx: StageContext, contents: dict[str, tuple[list, list]], v
         return await opening, {}
     texts = list(dict.fromkeys(t for name in vectorized for t in contents[name][1]))
     cfg = ctx.config.embed_text
-    db, vectors = await gather_all([opening, ctx.llm.embed(model_id, texts, stage="embed_text",
-                                                           batch_size=cfg.batch_size,
-                                                           batch_max_tokens=cfg.batch_max_tokens)])
+    # the calls' own preparation (cache keys, token counts) first: against an import that holds the GIL, each
+    # token count, which lets it go, would wait for it again
+    vectors, db = await gather_all([ctx.llm.embed(model_id, texts, stage="embed_text", batch_size=cfg.batch_size,
+                                                  batch_max_tokens=cfg.batch_max_tokens), opening])
     return db, dict(zip(texts, vectors, strict=True))
 
 
