@@ -512,3 +512,22 @@ def test_a_slot_taken_for_a_call_never_sent_is_given_back_without_counting_as_an
         assert limiter.concurrency.in_flight == 0 and len(answers) == 1 and limiter.concurrency._successes == 0
 
     asyncio.run(scenario())
+
+
+def test_a_call_cancelled_in_flight_frees_its_slot_without_counting_as_an_answer(tmp_path):
+    """A call cancelled while it waits on the model (a sibling failed, Ctrl-C) was not answered: its slot is
+    given back, and it counts neither as a success that could raise the limit nor as a refusal."""
+    config = GraphRagConfig(models={"m": ModelConfig(model="fake/default?latency=5", concurrency=4)},
+                            cache=CacheConfig(base_dir=tmp_path))
+    gateway = Gateway(config, use_cache=False)
+
+    async def scenario():
+        task = asyncio.create_task(gateway.chat("m", [{"role": "user", "content": "Say hello."}], stage="t"))
+        await asyncio.sleep(0.3)
+        task.cancel()
+        await asyncio.gather(task, return_exceptions=True)
+        return gateway._limiter("m", config.models["m"]).concurrency
+
+    slots = asyncio.run(scenario())
+    assert slots.in_flight == 0 and slots.peak == 1
+    assert slots._successes == 0 and not slots._recent

@@ -466,12 +466,14 @@ class Gateway:
             used: int | None = None
             latency: float | None = None
             sent = time.monotonic()
+            answered = False  # by the provider, with a response or an error: else the slot is given back uncounted
             try:
                 reservation = await self._reserve(model, counted, completion)
                 try:
                     response = await (call() if streamed else asyncio.wait_for(call(), timeout=model.timeout))
                 finally:
                     self.ledger.release(reservation)
+                answered = True
                 latency = time.monotonic() - sent
                 self._answered.add(model_id)
                 used = _tokens_used(response)
@@ -479,6 +481,7 @@ class Gateway:
             except (BudgetExceeded, _BatchTooLarge):
                 raise
             except Exception as err:  # classified below: retried, or raised with a clear message
+                answered = True
                 rate_limited = _status(err) == 429
                 if _reached_provider(err):  # the provider read the prompt: it counts, even unanswered
                     self._record_failed_attempt(stage, model_id, model, estimate(), _timed_out(err))
@@ -491,7 +494,10 @@ class Gateway:
                 LOG.info("%s: model %s attempt %d failed (%s); retrying in %.1fs", stage, model_id, attempt + 1,
                          _describe(err, model), delay)
             finally:
-                limiter.done(counted, used, rate_limited, latency, level)
+                if answered:
+                    limiter.done(counted, used, rate_limited, latency, level)
+                else:  # the budget stopped it before it was sent, or it was cancelled in flight
+                    limiter.concurrency.give_back()
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
