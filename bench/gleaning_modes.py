@@ -10,8 +10,8 @@ only (one gleaning) into its own project; the three projects share one answer ca
 same first answer and differs only in its follow-up. The first answers alone come from a run with
 `max_gleanings: 0`. Per mode and length the script prints the entities the first answers named, the ones the
 gleaning added (by normalized name, per unit), how many of those occur in their unit's text, and how many both
-modes added; then each mode's extraction prompt tokens sent (the compact and first-answer runs take the first
-answers from the cache, so theirs are the follow-ups' alone).
+modes added; then each mode's extraction prompt tokens sent: the first-answer run's are the first answers',
+and history and compact, which take those from the cache, send their follow-ups' alone.
 """
 
 from __future__ import annotations
@@ -32,9 +32,10 @@ from shared_data import shared_path
 from graphrag_lite.tokens import count_tokens
 
 PIPELINE = "description: extraction only\nstages: [load_documents, chunk_text, extract_graph]\n"
-# in this order: the first-answer run takes every first answer from the cache the other two filled
-MODES = {"history": {"gleaning": "history"}, "compact": {"gleaning": "compact"},
-         "first answer": {"max_gleanings": 0}}
+# in this order: the first-answer run pays for the first answers, which the other two then take from the cache,
+# so their figures are their follow-ups' alone and compare with each other
+MODES = {"first answer": {"max_gleanings": 0}, "history": {"gleaning": "history"},
+         "compact": {"gleaning": "compact"}}
 
 
 def openings(short: int, long: int) -> list[tuple[str, str]]:

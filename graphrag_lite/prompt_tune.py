@@ -13,7 +13,6 @@ unusable stops the command with what the model said, and nothing is written.
 from __future__ import annotations
 
 import asyncio
-import itertools
 import json
 import random
 import re
@@ -110,8 +109,12 @@ def example_parser(text: str, types: list[str]) -> Callable[[str], ParsedReply]:
 
 def _joined(texts: list[str], budget: int) -> str:
     """The first texts whose tokens add up to at most `budget` (the first one whatever its size)."""
-    totals = itertools.accumulate(count_tokens(text) for text in texts)
-    kept = [text for i, (text, total) in enumerate(zip(texts, totals, strict=True)) if i == 0 or total <= budget]
+    kept, used = texts[:1], sum(count_tokens(text) for text in texts[:1])
+    for text in texts[1:]:  # stops at the first that does not fit: no later text is counted
+        used += count_tokens(text)
+        if used > budget:
+            break
+        kept.append(text)
     return "\n\n---\n\n".join(kept)
 
 

@@ -161,6 +161,12 @@ def test_a_dry_run_in_a_copied_project_finds_the_index_unchanged_as_the_real_run
     assert not any((stage.get("llm") or {}).get("calls") for stage in ran.values()), ran
 
 
+# a first extraction answer as real models often give it: in a code fence
+FENCED_FIRST_ANSWER = ("```\n(\"entity\"<|>ALEX MERCER<|>PERSON<|>An agent)##(\"entity\"<|>TAYLOR CRUZ<|>PERSON<|>"
+                       "An agent)##(\"relationship\"<|>TAYLOR CRUZ<|>ALEX MERCER<|>Cruz questions Mercer<|>7)"
+                       "<|COMPLETE|>\n```")
+
+
 def test_a_dry_run_follows_cached_real_model_replies_to_the_end_of_each_unit(tmp_path):
     """What real models answer is what the cache holds: a fenced first answer, prose with no records to a
     gleaning, a check answered in words. The dry run reads them as the run did: when the check said no, every
@@ -168,12 +174,10 @@ def test_a_dry_run_follows_cached_real_model_replies_to_the_end_of_each_unit(tmp
     third asks a check the cache does not hold."""
     from graphrag_lite.llm.fake import scripted
 
-    first = ("```\n(\"entity\"<|>ALEX MERCER<|>PERSON<|>An agent)##(\"entity\"<|>TAYLOR CRUZ<|>PERSON<|>An agent)"
-             "##(\"relationship\"<|>TAYLOR CRUZ<|>ALEX MERCER<|>Cruz questions Mercer<|>7)<|COMPLETE|>\n```")
     for check, still_to_make in (("**No**, nothing more remains.", 0), ("Y", 5)):
         # history: each follow-up carries the answers before it, so a third gleaning's check is a new call
         root = make_project(tmp_path / check[:2], [DULCE], "extract_graph:\n  max_gleanings: 2\n  gleaning: history\n")
-        with scripted({"extract_graph.extract": first, "extract_graph.glean": "I found no further entities.",
+        with scripted({"extract_graph.extract": FENCED_FIRST_ANSWER, "extract_graph.glean": "I found no further entities.",
                        "extract_graph.check": check}):
             assert index(root).exit_code == 0
         assert index(root, "--dry-run", "--set", "extract_graph.max_gleanings=3").exit_code == 0
@@ -187,10 +191,8 @@ def test_a_dry_run_follows_cached_real_model_replies_in_compact_gleaning(tmp_pat
     reads the same from the cache and asks for nothing more, even with a third gleaning allowed."""
     from graphrag_lite.llm.fake import scripted
 
-    first = ("```\n(\"entity\"<|>ALEX MERCER<|>PERSON<|>An agent)##(\"entity\"<|>TAYLOR CRUZ<|>PERSON<|>An agent)"
-             "##(\"relationship\"<|>TAYLOR CRUZ<|>ALEX MERCER<|>Cruz questions Mercer<|>7)<|COMPLETE|>\n```")
     root = make_project(tmp_path, [DULCE], "extract_graph:\n  max_gleanings: 2\n")
-    with scripted({"extract_graph.extract": first, "extract_graph.glean": "I found no further entities.",
+    with scripted({"extract_graph.extract": FENCED_FIRST_ANSWER, "extract_graph.glean": "I found no further entities.",
                    "extract_graph.check": "Y"}):
         assert index(root).exit_code == 0
     assert index(root, "--dry-run", "--set", "extract_graph.max_gleanings=3").exit_code == 0
