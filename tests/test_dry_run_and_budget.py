@@ -177,8 +177,8 @@ def test_a_dry_run_follows_cached_real_model_replies_to_the_end_of_each_unit(tmp
     for check, still_to_make in (("**No**, nothing more remains.", 0), ("Y", 5)):
         # history: each follow-up carries the answers before it, so a third gleaning's check is a new call
         root = make_project(tmp_path / check[:2], [DULCE], "extract_graph:\n  max_gleanings: 2\n  gleaning: history\n")
-        with scripted({"extract_graph.extract": FENCED_FIRST_ANSWER, "extract_graph.glean": "I found no further entities.",
-                       "extract_graph.check": check}):
+        with scripted({"extract_graph.extract": FENCED_FIRST_ANSWER,
+                       "extract_graph.glean": "I found no further entities.", "extract_graph.check": check}):
             assert index(root).exit_code == 0
         assert index(root, "--dry-run", "--set", "extract_graph.max_gleanings=3").exit_code == 0
         estimate = json.loads((root / "output" / "dry_run.json").read_text())["extract_graph"]

@@ -261,6 +261,21 @@ def test_a_report_waits_for_its_sub_communities_only_when_it_needs_their_reports
     assert waited and fitted and len(rows) == len(communities)
 
 
+def waiting_parents(novella):
+    """The communities, a context builder in which the largest parents' own detail does not fit, and the
+    communities a waiting parent needs first: those parents and their sub-communities."""
+    communities = table(novella, "communities")
+    parents = communities[communities["children"].map(len) > 0]
+    sizes = {int(p.community): builder_for(novella, 10**6).build(list(p.entity_ids), list(p.relationship_ids)).tokens
+             for p in parents.itertuples()}
+    builder = builder_for(novella, int(max(sizes.values()) * 0.6))
+    waiting = {int(p.community) for p in parents.itertuples()
+               if not builder.fits(list(p.entity_ids), list(p.relationship_ids))}
+    needed = waiting | {int(c) for p in parents.itertuples() if int(p.community) in waiting for c in p.children}
+    assert waiting
+    return communities, builder, needed
+
+
 def test_the_reports_a_waiting_parent_needs_get_the_model_first(novella):
     """With one slot, the sub-community reports a parent waits for (and that parent, and the chain above)
     are written before any report nothing waits for: in order of asking, the waiting parents would come last
@@ -270,11 +285,7 @@ def test_the_reports_a_waiting_parent_needs_get_the_model_first(novella):
     from graphrag_lite.llm.limits import PRIORITY, AdaptiveConcurrency
     from graphrag_lite.stages.community_reports import ReportWriter
 
-    communities = table(novella, "communities")
-    parents = communities[communities["children"].map(len) > 0]
-    sizes = {int(p.community): builder_for(novella, 10**6).build(list(p.entity_ids), list(p.relationship_ids)).tokens
-             for p in parents.itertuples()}
-    builder = builder_for(novella, int(max(sizes.values()) * 0.6))
+    communities, builder, needed = waiting_parents(novella)
     answer = json_parser(Report)('{"title": "T", "summary": "S", "rating": 5, '
                                  '"findings": [{"summary": "a", "explanation": "b"}]}')
     written: list[int] = []  # id(context), in the order the one slot was given
@@ -291,10 +302,7 @@ def test_the_reports_a_waiting_parent_needs_get_the_model_first(novella):
 
     _, contexts = OneSlot(None, "m", "{input_text}", builder, {}, salt="").generate(communities, lambda: None)
     number_of = {id(context): number for number, context in contexts.items()}
-    waiting = {int(p.community) for p in parents.itertuples()
-               if not builder.fits(list(p.entity_ids), list(p.relationship_ids))}
-    needed = waiting | {int(c) for p in parents.itertuples() if int(p.community) in waiting for c in p.children}
-    assert waiting and len(needed) < len(communities)
+    assert len(needed) < len(communities)
     assert {number_of[i] for i in written[:len(needed)]} == needed
 
 
@@ -309,11 +317,7 @@ def test_a_report_call_s_priority_reaches_the_model_s_queue_through_the_gateway(
     from graphrag_lite.prompts import fill, section_prompt
     from graphrag_lite.stages.community_reports import ReportWriter
 
-    communities = table(novella, "communities")
-    parents = communities[communities["children"].map(len) > 0]
-    sizes = {int(p.community): builder_for(novella, 10**6).build(list(p.entity_ids), list(p.relationship_ids)).tokens
-             for p in parents.itertuples()}
-    builder = builder_for(novella, int(max(sizes.values()) * 0.6))
+    communities, builder, needed = waiting_parents(novella)
     config = GraphRagConfig(models={"m": ModelConfig(model="fake/default?latency=0.002", concurrency=1)},
                             cache=CacheConfig(base_dir=tmp_path / "cache"))
     template = fill(section_prompt(config.community_reports, required=("input_text",)), max_report_length=500)
@@ -325,8 +329,5 @@ def test_a_report_call_s_priority_reaches_the_model_s_queue_through_the_gateway(
     for prompt in STATS.first_messages:  # a corrective follow-up repeats its first message: counted once
         if number_of[prompt] not in asked:
             asked.append(number_of[prompt])
-    waiting = {int(p.community) for p in parents.itertuples()
-               if not builder.fits(list(p.entity_ids), list(p.relationship_ids))}
-    needed = waiting | {int(c) for p in parents.itertuples() if int(p.community) in waiting for c in p.children}
-    assert waiting and len(asked) == len(communities)
+    assert len(asked) == len(communities)
     assert set(asked[:len(needed)]) == needed

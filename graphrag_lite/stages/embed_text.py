@@ -91,12 +91,18 @@ async def connected(ctx: StageContext, contents: dict[str, tuple[list, list]], v
     if dimension is not None or not vectorized or model_id is None:
         return await opening, {}
     texts = list(dict.fromkeys(t for name in vectorized for t in contents[name][1]))
-    cfg = ctx.config.embed_text
     # the calls' own preparation (cache keys, token counts) first: against an import that holds the GIL, each
     # token count, which lets it go, would wait for it again
-    vectors, db = await gather_all([ctx.llm.embed(model_id, texts, stage="embed_text", batch_size=cfg.batch_size,
-                                                  batch_max_tokens=cfg.batch_max_tokens), opening])
+    vectors, db = await gather_all([embedded(ctx, texts, None), opening])
     return db, dict(zip(texts, vectors, strict=True))
+
+
+async def embedded(ctx: StageContext, texts: list[str], dimension: int | None) -> list[list[float]]:
+    """The vectors of `texts`, in order, from the stage's embedding model (`dimension`: see Gateway.embed)."""
+    cfg = ctx.config.embed_text
+    assert cfg.model_id is not None
+    return await ctx.llm.embed(cfg.model_id, texts, stage="embed_text", batch_size=cfg.batch_size,
+                               batch_max_tokens=cfg.batch_max_tokens, dimension=dimension)
 
 
 def estimate(ctx: StageContext) -> CallEstimate | None:
@@ -157,8 +163,7 @@ def embed_added(ctx: StageContext, contents: dict[str, tuple[list, list]], updat
     wanted = added_texts(contents, updates, vectorized)
     missing = list(dict.fromkeys(t for texts in wanted.values() for t in texts if t not in known))
     if missing and cfg.model_id:
-        fresh = ctx.run(ctx.llm.embed(cfg.model_id, missing, stage="embed_text", batch_size=cfg.batch_size,
-                                      batch_max_tokens=cfg.batch_max_tokens, dimension=dimension))
+        fresh = ctx.run(embedded(ctx, missing, dimension))
         known = {**known, **dict(zip(missing, fresh, strict=True))}
     return {n: [known[t] for t in wanted[n]] if n in wanted else None for n in TABLES}
 
