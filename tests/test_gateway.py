@@ -244,6 +244,31 @@ def test_fake_embeddings_keep_lexical_similarity(tmp_path):
     assert cosine(a, b) > cosine(a, c) + 0.3
 
 
+
+def one_feature_at_a_time(text: str, dim: int) -> list[float]:
+    """The fake's vector by its definition: every word and character trigram, counted, each adding its sign to
+    its bucket, then normalized."""
+    import hashlib
+    import math
+    import re
+    from collections import Counter
+
+    lowered = text.lower()
+    features = re.findall(r"\w+", lowered) + [lowered[i:i + 3] for i in range(max(0, len(lowered) - 2))]
+    vector = [0.0] * dim
+    for feature, count in Counter(features).items():
+        digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
+        vector[int.from_bytes(digest[:4], "little") % dim] += (1.0 if digest[4] & 1 else -1.0) * count
+    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
+    return [v / norm for v in vector]
+
+
+@pytest.mark.parametrize("text", ["", "a", "ab", "abc", "The the THE the", "Pepys went to the Navy Office.\n" * 40,
+                                  "Zoë's café — 東京 🚀🚀 naïve\tcoöperate", "x" * 5000])
+def test_the_fake_vector_is_its_definition_counted_with_numpy(text):
+    for dim in (8, 1536):
+        assert fake_vector(text, dim) == one_feature_at_a_time(text, dim)
+
 def test_a_model_that_cannot_be_reached_fails_fast_with_the_fix(tmp_path):
     # a closed port on this machine: connections are refused at once, nothing leaves the machine
     gateway = make_gateway(tmp_path, "openai/gpt-4o-mini", api_base="http://127.0.0.1:9/v1", api_key="sk-unused",

@@ -34,6 +34,7 @@ from urllib.parse import parse_qsl
 
 import httpx
 import litellm
+import numpy as np
 from litellm import CustomLLM
 from litellm.types.llms.openai import ChatCompletionUsageBlock
 from litellm.types.utils import (
@@ -725,18 +726,52 @@ ROUTES: list[tuple[Callable[[str, str], bool], Callable[[str, str, list[str]], s
 
 
 def embed_text(text: str, dim: int) -> list[float]:
-    """A deterministic vector that keeps lexical similarity: hashed words and character trigrams. Each
-    distinct feature is hashed once (and remembered): the fake stands in for a remote server, whose work
-    should cost the indexing process as little as it can."""
-    vector = [0.0] * dim
+    """A deterministic vector that keeps lexical similarity: hashed words and character trigrams. The fake
+    stands in for a remote server, whose work should cost the indexing process as little as it can: the
+    trigrams are counted as integer codes with numpy, and each distinct feature is hashed once per process
+    (a word and the trigram that spells the same text share a hash, as one feature)."""
     lowered = text.lower()
-    features = re.findall(r"\w+", lowered)
-    features += [lowered[i:i + 3] for i in range(max(0, len(lowered) - 2))]
-    for feature, count in Counter(features).items():
-        bucket, vote = _feature_vote(feature, dim)
-        vector[bucket] += vote * count
-    norm = math.sqrt(sum(v * v for v in vector)) or 1.0
-    return [v / norm for v in vector]
+    words = Counter(re.findall(r"\w+", lowered))
+    trigrams, trigram_counts = _trigram_codes(lowered)
+    votes = _VOTES.setdefault(dim, _Votes(dim))
+    signed = np.fromiter(itertools.chain(map(votes.__getitem__, words), map(votes.__getitem__, trigrams.tolist())),
+                         dtype=np.int64, count=len(words) + len(trigrams))
+    counts = np.concatenate([np.fromiter(words.values(), dtype=np.float64, count=len(words)), trigram_counts])
+    # counts are whole numbers, so these sums are exact in any order: the vector is the one that adding a
+    # feature at a time gives
+    vector = np.bincount(np.abs(signed) - 1, weights=np.sign(signed) * counts, minlength=dim)
+    norm = math.sqrt(float(np.dot(vector, vector))) or 1.0
+    return (vector / norm).tolist()
+
+
+def _trigram_codes(lowered: str) -> tuple[np.ndarray, np.ndarray]:
+    """The distinct character trigrams of `lowered` as integers (three 21-bit code points), and their counts."""
+    if len(lowered) < 3:
+        return np.empty(0, dtype=np.uint64), np.empty(0, dtype=np.float64)
+    points = np.frombuffer(lowered.encode("utf-32-le", "surrogatepass"), dtype=np.uint32).astype(np.uint64)
+    codes = (points[:-2] << np.uint64(42)) | (points[1:-1] << np.uint64(21)) | points[2:]
+    distinct, counts = np.unique(codes, return_counts=True)
+    return distinct, counts.astype(np.float64)
+
+
+class _Votes(dict[Any, int]):
+    """Each feature's bucket and sign for one dimension, as one signed number (the sign times bucket + 1), hashed
+    on first sight and remembered: a word by its text, a trigram by its code."""
+
+    def __init__(self, dim: int) -> None:
+        super().__init__()
+        self.dim = dim
+
+    def __missing__(self, feature: str | int) -> int:
+        if len(self) >= 1 << 20:  # a bound on the memory, as a long-running fake server needs
+            self.clear()
+        text = feature if isinstance(feature, str) else \
+            chr(feature >> 42) + chr((feature >> 21) & 0x1FFFFF) + chr(feature & 0x1FFFFF)
+        self[feature] = _feature_vote(text, self.dim)
+        return self[feature]
+
+
+_VOTES: dict[int, _Votes] = {}
 
 
 def provider_prompt_tokens(messages: list[dict[str, Any]]) -> int:
@@ -751,7 +786,7 @@ def _provider_tokens(text: str) -> int:
     return count_tokens(text, PROVIDER_ENCODING)
 
 
-@functools.lru_cache(maxsize=1 << 18)
-def _feature_vote(feature: str, dim: int) -> tuple[int, float]:
-    digest = hashlib.blake2b(feature.encode("utf-8"), digest_size=8).digest()
-    return int.from_bytes(digest[:4], "little") % dim, 1.0 if digest[4] & 1 else -1.0
+def _feature_vote(feature: str, dim: int) -> int:
+    digest = hashlib.blake2b(feature.encode("utf-8", "surrogatepass"), digest_size=8).digest()
+    bucket = int.from_bytes(digest[:4], "little") % dim
+    return bucket + 1 if digest[4] & 1 else -(bucket + 1)
