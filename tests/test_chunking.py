@@ -1,3 +1,4 @@
+import numpy as np
 import pandas as pd
 import pytest
 from pydantic import ValidationError
@@ -109,3 +110,13 @@ def test_a_tail_of_few_new_tokens_joins_the_unit_before_it_and_nothing_is_lost()
 def test_a_tail_threshold_above_one_step_is_refused_by_the_settings_themselves():
     with pytest.raises(ValidationError, match=r"min_tail_tokens \(8\) must be at most size - overlap \(10 - 3 = 7,"):
         ChunkingConfig(size=10, overlap=3, min_tail_tokens=8, encoding_model=ENCODING)
+
+
+@pytest.mark.parametrize("name", ["o200k_base", "cl100k_base"])
+def test_token_byte_lengths_from_tiktoken_tables_match_decoding_every_token(name):
+    from graphrag_lite.tokens import _decoded_lengths, token_byte_lengths
+
+    encoding = get_encoding(name)
+    fast = token_byte_lengths(name)
+    assert (fast == _decoded_lengths(encoding, np.zeros(encoding.n_vocab, dtype=np.int64))).all()
+    assert fast[encoding.eot_token] == len("<|endoftext|>")
