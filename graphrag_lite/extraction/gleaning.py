@@ -295,16 +295,22 @@ def _last_gleaning(request: ExtractionRequest, gleaning: int, known: set[str], p
 async def extract_units(gateway: Gateway, request: ExtractionRequest, units: pd.DataFrame,
                         advance: Callable[[], None] | None = None) -> list[UnitOutcome]:
     """Every text unit, concurrently; a unit that fails is an outcome with its error, never an exception."""
-    texts = list(units["text"])
-    attempts = await for_each(texts, lambda text: extract_with_gleaning(gateway, request, text), advance)
+    attempts = await for_each(units["text"], lambda text: grounded_extraction(gateway, request, text), advance)
     outcomes = []
-    for unit_id, text, done in zip(units["id"], texts, attempts, strict=True):
+    for unit_id, done in zip(units["id"], attempts, strict=True):
         outcome = done.value or UnitOutcome(unit_id, None, error=str(done.error))
         outcome.text_unit_id = unit_id
-        if outcome.parsed is not None and request.grounded:
-            outcome.grounding = ground(outcome.parsed, text)
         outcomes.append(outcome)
     return outcomes
+
+
+async def grounded_extraction(gateway: Gateway, request: ExtractionRequest, text: str) -> UnitOutcome:
+    """One unit's extraction, its records grounded in its text as soon as its calls end: that work is done
+    while other units' calls are in flight, not after the last answer."""
+    outcome = await extract_with_gleaning(gateway, request, text)
+    if outcome.parsed is not None and request.grounded:
+        outcome.grounding = ground(outcome.parsed, text)
+    return outcome
 
 
 def extraction_result(outcomes: list[UnitOutcome], units: pd.DataFrame, tables: dict[str, pd.DataFrame],
