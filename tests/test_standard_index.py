@@ -113,6 +113,10 @@ def test_stats_record_llm_usage_per_stage(dulce):
     assert llm["calls"] == 10 and llm["prompt_tokens"] > 0 and llm["failures"] == 0  # 5 units, 1 gleaning
     assert stats["stages"]["summarize_descriptions"]["llm"]["calls"] > 0
     assert stats["llm"]["calls"] >= llm["calls"]
+    # the time to start LiteLLM is charged to the first stage that needed a model, and says so
+    started = [name for name, stage in stats["stages"].items() if "model_client_start_s" in stage]
+    assert started == ["extract_graph"]
+    assert 0 <= stats["stages"]["extract_graph"]["model_client_start_s"] <= stats["stages"]["extract_graph"]["wall_s"]
 
 
 def test_second_run_calls_no_model(dulce):
