@@ -459,8 +459,8 @@ class ModelAccess:
         self._use_cache = use_cache
         self._spare_collector = spare_collector  # the run leaves the objects made before it out of collections
         self._gateway: Gateway | None = None
-        # seconds the gateway took to make, LiteLLM's import (1.5-2 s) most of it: the first model stage's own
-        # wall time includes it, before its first call
+        # seconds the gateway took to make, LiteLLM's import (1.5-2 s) most of it unless the key check before
+        # the run imported it: the wall time of the stage that made it includes them, before its first call
         self.client_start_s: float | None = None
         self._cache: AnswerCache | None = None  # opened without the gateway, for model-free stages
         # one event loop for the run's model calls: the limiters keep what they learnt (a provider's real
@@ -797,7 +797,7 @@ def _run_stage(stage: Stage, config: GraphRagConfig, store: OutputStore, progres
                models: ModelAccess) -> tuple[StageResult, dict[str, Any]]:
     rows_in = {name: store.rows(name) for name in stage.reads}
     _reset_peak_memory()
-    started, client_started = time.perf_counter(), models.client_start_s is not None
+    started, client_existed = time.perf_counter(), models.client_start_s is not None
     result = stage.run(StageContext(config=config, store=store, progress=progress, stage=stage, models=models))
     result.tables = {name: conform(name, table) for name, table in result.tables.items()}
     wall = time.perf_counter() - started
@@ -808,7 +808,7 @@ def _run_stage(stage: Stage, config: GraphRagConfig, store: OutputStore, progres
         "status": "ran" if result.complete else "ran with failures (re-run to retry them)",
         "wall_s": round(wall, 3),
         **({"model_client_start_s": models.client_start_s}
-           if not client_started and models.client_start_s is not None else {}),
+           if not client_existed and models.client_start_s is not None else {}),
         "rows_in": rows_in,
         "rows_out": {name: len(result.tables[name]) for name in stage.writes},
         "peak_rss_mb": _peak_memory_mb(),
@@ -847,7 +847,7 @@ def _external(stage: Stage, config: GraphRagConfig) -> str | None:
 def _print_stage(console: Console, name: str, stage_stats: dict[str, Any]) -> None:
     mark = "[green]✓[/green]" if stage_stats["status"] == "ran" else "[yellow]![/yellow]"
     start = stage_stats.get("model_client_start_s") or 0.0
-    client = f", {start:.1f}s of it starting LiteLLM" if start >= 0.1 else ""
+    client = f", {start:.1f}s of it starting the model client, LiteLLM" if start >= 0.1 else ""
     line = f"{mark} {name} ({stage_stats['wall_s']:.2f}s{client})"
     if stage_stats["summary"]:
         line += f": {stage_stats['summary']}"

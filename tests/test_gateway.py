@@ -244,7 +244,6 @@ def test_fake_embeddings_keep_lexical_similarity(tmp_path):
     assert cosine(a, b) > cosine(a, c) + 0.3
 
 
-
 def one_feature_at_a_time(text: str, dim: int) -> list[float]:
     """The fake's vector by its definition: every word and character trigram, counted, each adding its sign to
     its bucket, then normalized."""

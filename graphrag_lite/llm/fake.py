@@ -733,7 +733,9 @@ def embed_text(text: str, dim: int) -> list[float]:
     lowered = text.lower()
     words = Counter(re.findall(r"\w+", lowered))
     trigrams, trigram_counts = _trigram_codes(lowered)
-    votes = _VOTES.setdefault(dim, _Votes(dim))
+    votes = _VOTES.get(dim)
+    if votes is None:
+        votes = _VOTES[dim] = _Votes(dim)
     signed = np.fromiter(itertools.chain(map(votes.__getitem__, words), map(votes.__getitem__, trigrams.tolist())),
                          dtype=np.int64, count=len(words) + len(trigrams))
     counts = np.concatenate([np.fromiter(words.values(), dtype=np.float64, count=len(words)), trigram_counts])
@@ -763,7 +765,7 @@ class _Votes(dict[Any, int]):
         self.dim = dim
 
     def __missing__(self, feature: str | int) -> int:
-        if len(self) >= 1 << 20:  # a bound on the memory, as a long-running fake server needs
+        if len(self) >= 1 << 19:  # a bound on the memory (about 50 MB), as a long-running fake server needs
             self.clear()
         text = feature if isinstance(feature, str) else \
             chr(feature >> 42) + chr((feature >> 21) & 0x1FFFFF) + chr(feature & 0x1FFFFF)
