@@ -114,9 +114,11 @@ class StageContext:
         function once per finished item. A model stage's bar also shows its calls, tokens and cost so far."""
         label = f"{self.stage_name}: {what}"
         task = self.progress.add_task(label, total=total, spend="")
-        refreshed = [0.0]
+        refreshed, shown = [0.0], [True]
 
         def advance() -> None:
+            if not shown[0]:  # an item cancelled after the bar went (a run stopped by SIGTERM): nothing to show
+                return
             self.progress.advance(task)
             if time.monotonic() - refreshed[0] > 0.5:  # the ledger is summed at most twice a second
                 refreshed[0] = time.monotonic()
@@ -125,6 +127,7 @@ class StageContext:
         try:
             yield advance
         finally:
+            shown[0] = False
             self.progress.remove_task(task)
 
     def track(self, items: Iterable[T], total: int | None, what: str) -> Iterator[T]:

@@ -287,9 +287,11 @@ def test_a_run_stopped_by_sigterm_ends_as_interrupted_and_the_next_run_resumes(t
         while not (log.is_file() and "extract_graph: started" in log.read_text(encoding="utf-8")):
             assert run.poll() is None and time.monotonic() < deadline, (tmp_path / "run.txt").read_text()
             time.sleep(0.05)
+        time.sleep(3)  # LiteLLM imported, the extraction calls (0.5 s each) in flight
         run.send_signal(signal.SIGTERM)
         assert run.wait(timeout=60) == 130
     assert "interrupted" in (tmp_path / "run.txt").read_text(encoding="utf-8")
+    assert "Traceback" not in (tmp_path / "run.txt").read_text(encoding="utf-8")
     assert json.loads((root / "output" / "stats.json").read_text(encoding="utf-8"))["status"] == "interrupted"
     assert index(root).exit_code == 0
 

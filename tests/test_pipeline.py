@@ -304,3 +304,17 @@ def test_the_effective_settings_of_a_pipeline_file_and_of_graphrag_3_keys_run_ag
     write_effective_settings(config, load_pipeline("fast", STAGES, v3), v3 / "output")
     written = (v3 / "output" / EFFECTIVE_SETTINGS_FILE).read_text(encoding="utf-8")
     assert "api_key: ${GRAPHRAG_API_KEY}" in written and "'**********'" not in written
+
+
+def test_an_item_that_ends_after_its_stage_bar_is_gone_is_ignored(project):
+    # SIGTERM leaves a stage's model calls to be cancelled when the event loop closes, after the stage's bar
+    # was removed: each then moved a bar that no longer existed (a KeyError traceback per call, hundreds)
+    from graphrag_lite.pipeline import ModelAccess, StageContext, progress_display
+
+    config = load_config(project)
+    ctx = StageContext(config=config, store=OutputStore(config.output.base_dir),
+                       progress=progress_display(Console(force_terminal=True, width=100)), stage=STAGES["chunk_text"],
+                       models=ModelAccess(config, use_cache=False))
+    with ctx.bar(2, "items") as advance:
+        advance()
+    advance()
