@@ -20,7 +20,16 @@ from typing import Any, Literal, get_args
 
 import yaml
 from dotenv import dotenv_values
-from pydantic import BaseModel, ConfigDict, Field, SecretStr, ValidationError, field_validator, model_validator
+from pydantic import (
+    BaseModel,
+    ConfigDict,
+    Field,
+    SecretStr,
+    ValidationError,
+    ValidationInfo,
+    field_validator,
+    model_validator,
+)
 
 from graphrag_lite.compat import is_graphrag_settings
 from graphrag_lite.compat import translate as translate_graphrag_settings
@@ -41,6 +50,23 @@ class Section(BaseModel):
     """Base for every config section: unknown keys are errors, values are checked on assignment."""
 
     model_config = ConfigDict(extra="forbid", validate_assignment=True)
+
+    @field_validator("*", mode="before")
+    @classmethod
+    def _no_true_or_false_for_a_number(cls, value: Any, info: ValidationInfo) -> Any:
+        """YAML's true/false where a number is expected is a mistake, which pydantic would read as 1/0."""
+        if isinstance(value, bool) and info.field_name in cls.model_fields:
+            allowed = _plain_types(cls.model_fields[info.field_name].annotation)
+            if bool not in allowed and allowed & {int, float}:
+                raise ValueError(f"expected a number, not {str(value).lower()}")
+        return value
+
+
+def _plain_types(annotation: Any) -> set[Any]:
+    """The types an annotation allows, through unions and Optional (Literal values are not types)."""
+    if typing.get_origin(annotation) in (typing.Union, types.UnionType):
+        return {t for arg in typing.get_args(annotation) for t in _plain_types(arg)}
+    return {annotation} if isinstance(annotation, type) else set()
 
 
 _PLACEHOLDER_KEY = re.compile(r"^\s*(<[^>]*>|your[-_ ]?(api[-_ ]?)?key|x+|\*+|changeme|none)?\s*$", re.IGNORECASE)

@@ -78,6 +78,20 @@ def test_wrong_type_names_key_value_and_expected_type(tmp_path):
     assert "chunking.size" in message and "'lots'" in message and "expected int" in message
 
 
+@pytest.mark.parametrize(("text", "key"), [("embed_text:\n  batch_size: true\n", "embed_text.batch_size"),
+                                           ("local_search:\n  text_unit_prop: false\n", "local_search.text_unit_prop")])
+def test_true_or_false_where_a_number_belongs_is_refused_not_read_as_1_or_0(tmp_path, text, key):
+    message = refusal(tmp_path, text)
+    assert key in message and "expected a number" in message
+
+
+def test_true_and_false_are_still_taken_where_they_belong(tmp_path):
+    write_settings(tmp_path, "chunking:\n  prepend_metadata: true\nmodels:\n  default_chat_model:\n"
+                             "    model: fake/default\n    stream: false\n")
+    config = load_config(tmp_path)
+    assert config.chunking.prepend_metadata is True and config.models["default_chat_model"].stream is False
+
+
 def test_an_unknown_token_encoding_is_refused_when_the_settings_load(tmp_path):
     message = refusal(tmp_path, "chunking:\n  encoding_model: foo_base\n")
     assert "settings.yaml" in message and "chunking.encoding_model" in message and "foo_base" in message
