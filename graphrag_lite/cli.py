@@ -516,25 +516,15 @@ def describe_failures(summary: Any) -> str:
 
 def print_estimates(estimates: dict[str, Any], batch: bool = False) -> None:
     """The dry run's table; `batch`: its costs are at the batch price (a --batch run)."""
-    from rich.table import Table
-
-    table = Table(title="Model calls this run would make (dry run: no model was called)")
-    for column in ("stage", "calls", "prompt tokens", "completion (est.)", "batch cost (est.)" if batch else
-                   "cost (est.)"):
-        table.add_column(column, justify="left" if column == "stage" else "right")
     estimated = {stage: found for stage, found in estimates.items() if "calls" in found}
     notes = {stage: str(found.get("note", "")) for stage, found in estimates.items() if stage not in estimated}
     unknown = [stage for stage, note in notes.items() if note.startswith(("depends", "will call"))]
     unchanged = [stage for stage, note in notes.items() if note.startswith("unchanged")]
-    total = sum(found["estimated_cost_usd"] or 0.0 for found in estimated.values())
-    for stage, found in estimated.items():
-        cost = found["estimated_cost_usd"]
-        table.add_row(stage, f"{found['calls']:,} + ≤{found['up_to_extra_calls']:,}",
-                      f"{found['prompt_tokens']:,} + ~{found['estimated_extra_prompt_tokens']:,}",
-                      f"{found['estimated_completion_tokens']:,}", "?" if cost is None else f"${cost:.4f}")
-    console.print(table)
-    gleaning = any(found.get("up_to_extra_calls") for found in estimates.values())
-    if gleaning:
+    if estimated:
+        console.print(_estimate_table(estimated, batch))
+    else:
+        console.print("No stage that would run has calls that can be counted in advance.")
+    if any(found.get("up_to_extra_calls") for found in estimated.values()):
         console.print("'+ ≤N' calls: gleanings (from the second on, each after a yes/no check), made only while "
                       "the model keeps finding more; '+ ~N' prompt tokens: theirs, estimated (a gleaning resends the "
                       "names found, or with gleaning: history the model's answers). First calls and their prompt "
@@ -543,9 +533,52 @@ def print_estimates(estimates: dict[str, Any], batch: bool = False) -> None:
         console.print(f"Unchanged since the last run, so skipped with no call: {', '.join(unchanged)}")
     if unknown:
         console.print(f"Not estimable before they run (their calls depend on earlier answers): {', '.join(unknown)}")
-    console.print(f"Estimated cost{' at the batch price' if batch else ''} of the estimable stages: ${total:.4f}"
-                  + (", with every possible gleaning call" if gleaning else "")
-                  + ". Details: dry_run.json in the output folder.", highlight=False)
+    for line in _price_notes(estimated, batch):
+        console.print(line, highlight=False)
+
+
+def _estimate_table(estimated: dict[str, Any], batch: bool) -> Any:
+    from rich.table import Table
+
+    table = Table(title="Model calls this run would make (dry run: no model was called)")
+    for column in ("stage", "calls", "prompt tokens", "completion (est.)", "batch cost (est.)" if batch else
+                   "cost (est.)"):
+        table.add_column(column, justify="left" if column == "stage" else "right")
+    for stage, found in estimated.items():
+        cost = found["estimated_cost_usd"]
+        shown = "?" if cost is None else f"${cost:.4f}"
+        if batch and found.get("priced_at", "").startswith("online"):
+            shown += " (online)"
+        table.add_row(stage, f"{found['calls']:,} + ≤{found['up_to_extra_calls']:,}",
+                      f"{found['prompt_tokens']:,} + ~{found['estimated_extra_prompt_tokens']:,}",
+                      f"{found['estimated_completion_tokens']:,}", shown)
+    return table
+
+
+def _price_notes(estimated: dict[str, Any], batch: bool) -> list[str]:
+    """The total, and what it leaves out: stages whose model has no price, calls that go online in batch mode."""
+    if not estimated:
+        return []
+    lines = []
+    online = {stage: found["priced_at"].removeprefix("online: ") for stage, found in estimated.items()
+              if batch and found.get("priced_at", "").startswith("online: ")}
+    if online:
+        lines.append("Online even with --batch, at the online price: "
+                     + "; ".join(f"{stage}: {why}" for stage, why in online.items()))
+    unpriced = [f"{stage} ({found['model_id']})" for stage, found in estimated.items()
+                if found["estimated_cost_usd"] is None]
+    if unpriced:
+        lines.append(f"Cost unknown ('?'), the model is not in LiteLLM's price map: {', '.join(unpriced)}")
+    if len(unpriced) == len(estimated):
+        return [*lines, "Estimated cost of the estimable stages: unknown. Details: dry_run.json in the output folder."]
+    total = sum(found["estimated_cost_usd"] or 0.0 for found in estimated.values())
+    gleaning = any(found.get("up_to_extra_calls") for found in estimated.values())
+    at_batch = batch and len(online) < len(estimated)
+    lines.append(f"Estimated cost{' at the batch price' if at_batch else ''} of the estimable stages: ${total:.4f}"
+                 + (" (the priced ones only)" if unpriced else "")
+                 + (", with every possible gleaning call" if gleaning else "")
+                 + ". Details: dry_run.json in the output folder.")
+    return lines
 
 
 ResponseTypeOption = Annotated[str, typer.Option("--response-type", help="length and format of the answer, e.g. "

@@ -44,7 +44,16 @@ class CallEstimate:
         return {"model_id": self.model_id, "calls": self.calls, "up_to_extra_calls": self.extra_calls,
                 "prompt_tokens": self.prompt_tokens, "estimated_extra_prompt_tokens": self.extra_prompt_tokens,
                 "estimated_completion_tokens": self.completion_tokens, "estimated_cost_usd": self.cost(config),
-                "note": self.note}
+                "priced_at": self.priced_at(config), "note": self.note}
+
+    def priced_at(self, config: GraphRagConfig) -> str:
+        """'online' or 'batch'; in batch mode, why calls that go online anyway do ('online: embeddings ...')."""
+        if not config.batch.enabled:
+            return "online"
+        from graphrag_lite.llm.batch import online_in_batch_mode
+
+        reason = online_in_batch_mode(config, self.model_id)
+        return "batch" if reason is None else f"online: {reason}"
 
 
 def gleaning_estimate(stage: str, model_id: str, prompts_tokens: list[int], text_tokens: list[int],

@@ -158,6 +158,22 @@ def test_the_dry_run_shows_the_batch_price(tmp_path):
         pytest.approx(model_price(litellm, "fake/default", 10_000, 0) / 2)
 
 
+def test_the_dry_run_says_which_calls_go_online_in_batch_mode_and_which_cost_is_unknown(tmp_path):
+    root = make_project(tmp_path, [DULCE])
+    local = index(root, "--dry-run", "--batch", "--set", "models.default_chat_model.model=ollama/llama3")
+    assert local.exit_code == 0 and "(online)" in local.output
+    assert "Online even with --batch, at the online price: extract_graph: a local server" in local.output
+    assert "Estimated cost of the estimable stages: $" in local.output  # not "at the batch price": none is
+    unpriced = index(root, "--dry-run", "--set", "models.default_chat_model.model=openai/no-such-model",
+                     "--set", "models.default_chat_model.api_base=http://127.0.0.1:9/v1")
+    assert unpriced.exit_code == 0
+    assert "Cost unknown ('?'), the model is not in LiteLLM's price map: extract_graph" in unpriced.output
+    assert "Estimated cost of the estimable stages: unknown" in unpriced.output
+    estimates = json.loads((root / "output" / "dry_run.json").read_text(encoding="utf-8"))
+    assert estimates["extract_graph"]["estimated_cost_usd"] is None
+    assert estimates["extract_graph"]["priced_at"] == "online"
+
+
 def test_a_budget_too_small_for_a_batch_stops_before_it_is_sent(tmp_path):
     root = make_project(tmp_path, [DULCE], FAST_POLLS + "budget:\n  max_cost_usd: 0.001\n",
                         chat="fake/default?batch_delay=0")

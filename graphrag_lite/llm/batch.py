@@ -473,9 +473,21 @@ def estimated_cost(config: GraphRagConfig, model_id: str, prompt_tokens: int, co
 
     litellm = load_litellm(config.models.values())  # also registers the fake provider's prices
     model = config.models[model_id]
-    if online_reason(litellm, model) is not None or _embeds(litellm, model.model):  # embeddings stay online
+    if online_in_batch_mode(config, model_id) is not None:
         return model_price(litellm, model.model, prompt_tokens, completion_tokens)
     return batch_price(litellm, model.model, prompt_tokens, completion_tokens)
+
+
+def online_in_batch_mode(config: GraphRagConfig, model_id: str) -> str | None:
+    """Why a model's calls go online at the online price in batch mode (embeddings, a local server, a
+    provider without a batch API); None when they go by batch."""
+    from graphrag_lite.llm.gateway import load_litellm
+
+    litellm = load_litellm(config.models.values())
+    model = config.models[model_id]
+    if _embeds(litellm, model.model):
+        return "embeddings are not sent in batches"
+    return online_reason(litellm, model)
 
 
 # ---------------------------------------------------------------- results
