@@ -873,6 +873,8 @@ def describe_llm_totals(totals: dict[str, Any]) -> str:
             f"{totals['prompt_tokens']:,} prompt{share} + {totals['completion_tokens']:,} completion tokens, {cost}")
     if totals["retries"] or totals["parse_retries"]:
         text += f", {totals['retries']} retries, {totals['parse_retries']} corrected answers"
+    if totals.get("failed_attempts"):  # e.g. embedding calls refused for their size, then split
+        text += f", {totals['failed_attempts']} attempts refused or failed"
     if totals["failures"]:
         text += f", [red]{totals['failures']} failed[/red]"
     return text

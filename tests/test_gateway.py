@@ -383,6 +383,9 @@ def test_an_embedding_batch_the_provider_refuses_as_too_large_is_halved_for_the_
     assert STATS.embeddings <= refused_at_20 + 2 * 2 + 40 // 5
     totals = gateway.ledger.totals()
     assert totals["failed_attempts"] == STATS.embeddings - 40 // 5  # every refusal counted, none billed
+    from graphrag_lite.pipeline import describe_llm_totals
+
+    assert f"{totals['failed_attempts']} attempts refused or failed" in describe_llm_totals(totals)  # on the terminal
     STATS.reset()
     more = [f"another text {i}" for i in range(20)]
     asyncio.run(gateway.embed("m", more, stage="embed", batch_size=20))
