@@ -551,7 +551,7 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
         for stage in pipeline.stages if not brief else []:
             console.print(f"[dim]= {stage.name}: unchanged since {state[stage.name]['finished']}, skipped[/dim]")
         return RunSummary(status="unchanged", output_dir=store.base_dir, problems=0,
-                          stages={s.name: {**state[s.name]["stats"], "status": "unchanged, reused"}
+                          stages={s.name: reused_stats(state[s.name]["stats"])
                                   for s in pipeline.stages})
     check_model_keys(config, pipeline.stages[reusable:])
     lock = OutputLock(store.base_dir)
@@ -596,6 +596,12 @@ def reusable_prefix(pipeline: Pipeline, config: GraphRagConfig, store: OutputSto
     return len(pipeline.stages)
 
 
+def reused_stats(earlier: dict[str, Any]) -> dict[str, Any]:
+    """A reused stage's figures: those of the run that made it, without the start of a model client this run
+    did not pay."""
+    return {**{k: v for k, v in earlier.items() if k != "model_client_start_s"}, "status": "unchanged, reused"}
+
+
 def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, store: OutputStore,
                 state: dict[str, Any], plan: tuple[int, int], use_cache: bool) -> RunSummary:
     """Run the pipeline; `plan` is (the first stage --force/--from re-runs, how many leading stages were
@@ -621,7 +627,7 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
                 if position < reusable or (position < rerun_from and _reusable(previous, fingerprint, store, stage,
                                                                                config)):
                     digests.update(previous["outputs"])
-                    stats["stages"][stage.name] = {**previous["stats"], "status": "unchanged, reused"}
+                    stats["stages"][stage.name] = reused_stats(previous["stats"])
                     console.print(f"[dim]= {stage.name}: unchanged since {previous['finished']}, skipped[/dim]")
                     LOG.info("%s: unchanged since %s, skipped", stage.name, previous["finished"])
                     continue

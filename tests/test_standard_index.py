@@ -119,6 +119,16 @@ def test_stats_record_llm_usage_per_stage(dulce):
     assert 0 <= stats["stages"]["extract_graph"]["model_client_start_s"] <= stats["stages"]["extract_graph"]["wall_s"]
 
 
+def test_a_run_charges_starting_the_model_client_to_its_own_first_model_stage(tmp_path):
+    root = make_project(tmp_path, [DULCE])
+    assert index(root).exit_code == 0
+    assert index(root, "--from", "community_reports").exit_code == 0
+    stages = json.loads((root / "output" / "stats.json").read_text())["stages"]
+    # extract_graph, reused, keeps the figures of the run that made it, but not a start this run did not pay
+    assert stages["extract_graph"]["status"] == "unchanged, reused"
+    assert [name for name, stage in stages.items() if "model_client_start_s" in stage] == ["community_reports"]
+
+
 def test_second_run_calls_no_model(dulce):
     result = index(dulce, "--force")
     assert result.exit_code == 0
