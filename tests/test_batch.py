@@ -6,6 +6,7 @@ from __future__ import annotations
 import asyncio
 import json
 import os
+import re
 import signal
 import subprocess
 import sys
@@ -179,6 +180,7 @@ def test_a_budget_too_small_for_a_batch_stops_before_it_is_sent(tmp_path):
                         chat="fake/default?batch_delay=0")
     result = index(root, "--batch")
     assert result.exit_code == 3 and "budget reached" in result.output
+    assert re.search(r"the next batch \(\d+ calls\) would pass", " ".join(result.output.split()))  # not "the next call"
     assert fake_batch.submissions() == [] and stats(root)["status"] == "budget reached"
 
 

@@ -233,7 +233,8 @@ class Batcher:
         prompt = sum(prompts)
         completion = sum(min(p, r.max_tokens or p) for p, r in zip(prompts, requests, strict=True))
         cost = batch_price(self._litellm, model.model, prompt, completion) or 0.0
-        while (reservation := self._ledger.reserve(cost, prompt + completion)) is None:
+        while (reservation := self._ledger.reserve(cost, prompt + completion,
+                                                   f"the next batch ({counted(len(requests), 'call')})")) is None:
             await asyncio.sleep(1.0)  # other batches in flight may leave room once answered
         return reservation
 
@@ -619,7 +620,8 @@ def describe_run(counts: dict[str, dict[str, int]]) -> str:
     reattached = f", {total['reattached']} re-attached" if total["reattached"] else ""
     return (f"Batch mode: {counted(total['batched'], 'call')} answered by batch ({counted(total['sent'], 'batch')} "
             f"sent{reattached}) at the batch price; {counted(total['online'], 'chat call')} went online (failed in "
-            "their batch, or a model without a batch API); embeddings always go online")
+            "their batch, or a model without a batch API); corrective follow-ups after unusable answers and "
+            "embeddings always go online")
 
 
 def counted(n: int, thing: str) -> str:

@@ -76,10 +76,11 @@ class Ledger:
     def spent(self) -> tuple[float, int]:
         return self._cost, self._tokens
 
-    def reserve(self, cost: float, tokens: int) -> tuple[float, int] | None:
-        """Count a call about to be sent at its estimated cost. None when the spending so far, the calls in
-        flight and this one would pass the budget: wait for the calls in flight (their real cost may leave
-        room) and try again. BudgetExceeded when nothing is in flight and this call would pass it."""
+    def reserve(self, cost: float, tokens: int, what: str = "the next call") -> tuple[float, int] | None:
+        """Count a call (`what`: or a batch of calls) about to be sent at its estimated cost. None when the
+        spending so far, the calls in flight and this one would pass the budget: wait for the calls in flight
+        (their real cost may leave room) and try again. BudgetExceeded when nothing is in flight and this call
+        would pass it."""
         over_cost = self.max_cost_usd is not None and \
             self.prior_cost + self._cost + self._reserved_cost + cost > self.max_cost_usd
         over_tokens = self.max_tokens is not None and \
@@ -88,10 +89,10 @@ class Ledger:
             return None
         if over_cost:
             raise BudgetExceeded(f"budget reached: ${self.prior_cost + self._cost:.4f} spent{self._earlier()}, and "
-                                 f"the next call would pass budget.max_cost_usd=${self.max_cost_usd}")
+                                 f"{what} would pass budget.max_cost_usd=${self.max_cost_usd}")
         if over_tokens:
             raise BudgetExceeded(f"budget reached: {self.prior_tokens + self._tokens:,} tokens used{self._earlier()}, "
-                                 f"and the next call would pass budget.max_tokens={self.max_tokens:,}")
+                                 f"and {what} would pass budget.max_tokens={self.max_tokens:,}")
         self._reserved_cost += cost
         self._reserved_tokens += tokens
         self._in_flight += 1
