@@ -769,8 +769,8 @@ class _SpendColumn(ProgressColumn):
 def _spend(totals: dict[str, Any] | None) -> str:
     if not totals:
         return ""
-    tokens = totals["prompt_tokens"] + totals["completion_tokens"]
-    return f"{totals['calls']:,} calls, {tokens:,} tokens, ${totals['cost_usd']:.4f}"
+    tokens, calls = totals["prompt_tokens"] + totals["completion_tokens"], totals["calls"]
+    return f"{calls:,} call{'' if calls == 1 else 's'}, {tokens:,} tokens, ${totals['cost_usd']:.4f}"
 
 
 def _run_and_record(stage: Stage, config: GraphRagConfig, store: OutputStore, state: dict[str, Any],

@@ -50,7 +50,7 @@ def run(ctx: StageContext) -> StageResult:
         tables={"community_reports": table},
         summary=f"{len(table) - len(failed)} of {len(table)} communities reported ({kept}{writer.written} "
                 f"written); {substituted} contexts used sub-community reports, "
-                f"{sum(c.truncated for c in contexts.values())} were cut to fit",
+                f"{sum(c.truncated for c in contexts.values())} cut to fit",
         problems=[f"community {c}: report failed: {s}" for c, s in zip(failed["community"], failed["status"],
                                                                        strict=True)],
         details={"substituted_contexts": substituted, "failed_reports": len(failed), "reports_kept": writer.kept,
