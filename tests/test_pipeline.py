@@ -55,6 +55,16 @@ def test_changing_chunk_size_reruns_chunking_only(project):
     assert units > first.stages["chunk_text"]["rows_out"]["base_text_units"]
 
 
+def test_the_chunking_line_says_how_many_units_took_a_short_tail(project):
+    plain, _ = index(project)
+    assert plain.stages["chunk_text"]["details"]["tails_joined"] == 0
+    joined, text = index(project, "chunking.min_tail_tokens=80")
+    units = joined.stages["chunk_text"]["rows_out"]["base_text_units"]
+    assert units < plain.stages["chunk_text"]["rows_out"]["base_text_units"]
+    count = joined.stages["chunk_text"]["details"]["tails_joined"]
+    assert count > 0 and f"{count} took the short tail after them (min_tail_tokens 80)" in " ".join(text.split())
+
+
 def test_changing_a_document_reruns_everything(project):
     index(project)
     (project / "input" / "a.txt").write_text("Alice moved to Rome.", encoding="utf-8")

@@ -38,11 +38,15 @@ def run(ctx: StageContext) -> StageResult:
         [unit_ids.get(doc_id, []) for doc_id in documents["id"]], index=documents.index, dtype=object))
     final_documents = final_documents[list(INDEX_TABLES["documents"])]  # GraphRAG's column order
     tokens = int(text_units["n_tokens"].sum())
+    # a unit longer than chunking.size took the short tail after it (chunking.min_tail_tokens)
+    joined = int((text_units["n_tokens"] > cfg.size).sum())
+    tails = f"; {joined} took the short tail after them (min_tail_tokens {cfg.min_tail_tokens})" if joined else ""
     return StageResult(
         tables={"base_text_units": text_units, "documents": final_documents},
         summary=f"{len(documents)} documents -> {len(text_units)} text units ({tokens:,} tokens, "
-                f"size {cfg.size}, overlap {cfg.overlap}, {cfg.encoding_model})",
-        details={"tokens": tokens, **({"new_text_units": new, "removed_text_units": removed} if previous else {})},
+                f"size {cfg.size}, overlap {cfg.overlap}, {cfg.encoding_model}){tails}",
+        details={"tokens": tokens, "tails_joined": joined,
+                 **({"new_text_units": new, "removed_text_units": removed} if previous else {})},
     )
 
 
