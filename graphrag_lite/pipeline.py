@@ -769,8 +769,12 @@ class _SpendColumn(ProgressColumn):
 def _spend(totals: dict[str, Any] | None) -> str:
     if not totals:
         return ""
-    tokens, calls = totals["prompt_tokens"] + totals["completion_tokens"], totals["calls"]
-    return f"{calls:,} call{'' if calls == 1 else 's'}, {tokens:,} tokens, ${totals['cost_usd']:.4f}"
+    tokens = totals["prompt_tokens"] + totals["completion_tokens"]
+    return f"{_calls(totals['calls'])}, {tokens:,} tokens, ${totals['cost_usd']:.4f}"
+
+
+def _calls(n: int) -> str:
+    return f"{n:,} call{'' if n == 1 else 's'}"
 
 
 def _run_and_record(stage: Stage, config: GraphRagConfig, store: OutputStore, state: dict[str, Any],
@@ -875,7 +879,7 @@ def describe_llm_totals(totals: dict[str, Any]) -> str:
     cost = f"${totals['cost_usd']:.4f}" + (f" (+{unpriced} calls not in the price map)" if unpriced else "")
     cached = totals.get("provider_cached_prompt_tokens", 0)
     share = f" ({cached / totals['prompt_tokens']:.0%} from the provider's prompt cache)" if cached else ""
-    text = (f"LLM: {totals['calls']:,} calls ({totals['cache_hits']:,} from cache), "
+    text = (f"LLM: {_calls(totals['calls'])} ({totals['cache_hits']:,} from cache), "
             f"{totals['prompt_tokens']:,} prompt{share} + {totals['completion_tokens']:,} completion tokens, {cost}")
     if totals["retries"] or totals["parse_retries"]:
         text += f", {totals['retries']} retries, {totals['parse_retries']} corrected answers"
