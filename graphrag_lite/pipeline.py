@@ -117,7 +117,7 @@ class StageContext:
         refreshed, shown = [0.0], [True]
 
         def advance() -> None:
-            if not shown[0]:  # an item cancelled after the bar went (a run stopped by SIGTERM): nothing to show
+            if not shown[0]:  # an item that ends after its bar went (left running by an interrupted run)
                 return
             self.progress.advance(task)
             if time.monotonic() - refreshed[0] > 0.5:  # the ledger is summed at most twice a second
@@ -506,10 +506,25 @@ class ModelAccess:
         return totals if totals["calls"] or totals["failed_attempts"] else None
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
-        """`coroutine` to its end on the run's event loop."""
+        """`coroutine` to its end on the run's event loop. Interrupted (Ctrl-C, SIGTERM), the calls it left in
+        flight are cancelled and ended here, while their stage is still running: closing the loop later would
+        end them after the stage's bar and records are gone."""
         if self._runner is None:
             self._runner = asyncio.Runner()
-        return self._runner.run(coroutine)
+        try:
+            return self._runner.run(coroutine)
+        except KeyboardInterrupt:
+            self._end_tasks()
+            raise
+
+    def _end_tasks(self) -> None:
+        assert self._runner is not None
+        loop = self._runner.get_loop()
+        left = [task for task in asyncio.all_tasks(loop) if not task.done()]
+        for task in left:
+            task.cancel()
+        with contextlib.suppress(BaseException):  # a second interrupt cuts the clean-up short, not the first's report
+            loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
 
     def close(self) -> None:
         if self._cache is not None:
@@ -769,12 +784,10 @@ class _SpendColumn(ProgressColumn):
 def _spend(totals: dict[str, Any] | None) -> str:
     if not totals:
         return ""
+    from graphrag_lite.llm.batch import counted  # a model ran: its modules are loaded
+
     tokens = totals["prompt_tokens"] + totals["completion_tokens"]
-    return f"{_calls(totals['calls'])}, {tokens:,} tokens, ${totals['cost_usd']:.4f}"
-
-
-def _calls(n: int) -> str:
-    return f"{n:,} call{'' if n == 1 else 's'}"
+    return f"{counted(totals['calls'], 'call')}, {tokens:,} tokens, ${totals['cost_usd']:.4f}"
 
 
 def _run_and_record(stage: Stage, config: GraphRagConfig, store: OutputStore, state: dict[str, Any],
@@ -875,11 +888,13 @@ def _print_stage(console: Console, name: str, stage_stats: dict[str, Any]) -> No
 
 
 def describe_llm_totals(totals: dict[str, Any]) -> str:
+    from graphrag_lite.llm.batch import counted  # a model ran: its modules are loaded
+
     unpriced = totals["unpriced_calls"]
     cost = f"${totals['cost_usd']:.4f}" + (f" (+{unpriced} calls not in the price map)" if unpriced else "")
     cached = totals.get("provider_cached_prompt_tokens", 0)
     share = f" ({cached / totals['prompt_tokens']:.0%} from the provider's prompt cache)" if cached else ""
-    text = (f"LLM: {_calls(totals['calls'])} ({totals['cache_hits']:,} from cache), "
+    text = (f"LLM: {counted(totals['calls'], 'call')} ({totals['cache_hits']:,} from cache), "
             f"{totals['prompt_tokens']:,} prompt{share} + {totals['completion_tokens']:,} completion tokens, {cost}")
     if totals["retries"] or totals["parse_retries"]:
         text += f", {totals['retries']} retries, {totals['parse_retries']} corrected answers"
