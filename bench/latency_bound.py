@@ -18,7 +18,10 @@ answer, refused attempts. The bound is what latency and concurrency allow for th
 made: per stage, ceil(requests / concurrency) rounds of `latency` seconds, but never fewer rounds than the
 requests that must follow each other (a text unit's first answer, then its gleaning; a corrective follow-up
 after the answer it corrects; for reports, two rounds when a report had to wait for its sub-communities'
-reports (its own detail did not fit), else one), summed along the stages, which run one after another. It
+reports (its own detail did not fit), else one), summed along the stages, which run one after another.
+Requests a stage made early, before its turn (embed_text's text units, asked for while the graph is
+extracted: stats.json's `early_llm`), went beside the stages in between on another model and are not on
+that path (the "early" column; fewer rounds than extraction's). It
 prints per stage: requests, prompt and completion tokens, wall time and bound, and the whole run's wall /
 bound (issue 16's target: at most 1.2), also without the seconds the run took to start LiteLLM (its import,
 about 1.5-2 s before the first call; stats.json's `model_client_start_s`), which the wall includes.
@@ -109,6 +112,11 @@ def requests(llm: dict) -> int:
     unusable answer and the attempts it refused or failed (a call's retries), each a request of its own."""
     return llm.get("calls", 0) - llm.get("cache_hits", 0) + llm.get("parse_retries", 0) + \
         llm.get("failed_attempts", 0)
+
+
+def own_requests(stage: dict) -> int:
+    """A stage's requests at its turn: those its early work made before it (Stage.early) left out."""
+    return requests(stage.get("llm") or {}) - requests(stage.get("early_llm") or {})
 
 
 def rounds(name: str, stage: dict, sent: int, concurrency: int) -> int:
@@ -237,8 +245,7 @@ def critical_path(stats: dict, args: argparse.Namespace) -> float:
     """The bound: the stages' rounds of calls, one stage after another."""
     total = 0.0
     for name, stage in stats["stages"].items():
-        llm = stage.get("llm") or {}
-        total += rounds(name, stage, requests(llm), args.concurrency) * args.latency
+        total += rounds(name, stage, own_requests(stage), args.concurrency) * args.latency
     return total
 
 
@@ -247,17 +254,17 @@ def report(stats: dict, wall: float, args: argparse.Namespace) -> None:
     print(f"standard index of {args.documents} {what}, fake provider at {args.latency} s a call, "
           f"concurrency {args.concurrency}, one gleaning, claims off, no cache"
           + "".join(f", {change}" for change in args.set))
-    print(f"{'stage':24}{'requests':>9}{'prompt tok':>12}{'compl. tok':>12}{'wall s':>9}{'bound s':>9}")
+    print(f"{'stage':24}{'requests':>9}{'early':>6}{'prompt tok':>12}{'compl. tok':>12}{'wall s':>9}{'bound s':>9}")
     total_bound = 0.0
     for name, stage in stats["stages"].items():
         llm = stage.get("llm") or {}
-        sent = requests(llm)
-        bound = rounds(name, stage, sent, args.concurrency) * args.latency
+        bound = rounds(name, stage, own_requests(stage), args.concurrency) * args.latency
         total_bound += bound
-        print(f"{name:24}{sent:>9,}{llm.get('prompt_tokens', 0):>12,}{llm.get('completion_tokens', 0):>12,}"
+        print(f"{name:24}{requests(llm):>9,}{requests(stage.get('early_llm') or {}):>6,}"
+              f"{llm.get('prompt_tokens', 0):>12,}{llm.get('completion_tokens', 0):>12,}"
               f"{stage.get('wall_s', 0.0):>9.1f}{bound:>9.1f}")
     llm = stats.get("llm") or {}
-    print(f"{'all':24}{requests(llm):>9,}{llm.get('prompt_tokens', 0):>12,}"
+    print(f"{'all':24}{requests(llm):>9,}{'':>6}{llm.get('prompt_tokens', 0):>12,}"
           f"{llm.get('completion_tokens', 0):>12,}{stats.get('wall_s', 0.0):>9.1f}{total_bound:>9.1f}")
     ratio = f"{stats.get('wall_s', 0.0) / total_bound:.2f}" if total_bound else "n/a (no latency)"
     calls = requests(llm)

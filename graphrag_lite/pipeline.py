@@ -12,6 +12,7 @@ from __future__ import annotations
 import asyncio
 import contextlib
 import difflib
+import functools
 import gc
 import logging
 import os
@@ -20,7 +21,7 @@ import tempfile
 import time
 from collections import Counter
 from collections.abc import Callable, Coroutine, Iterable, Iterator
-from dataclasses import dataclass, field
+from dataclasses import dataclass, field, replace
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import TYPE_CHECKING, Any, TypeVar
@@ -94,9 +95,14 @@ class StageContext:
         return self.models.run(coroutine)
 
     def read(self, table: str) -> pd.DataFrame:
-        if table not in self.stage.reads:  # an undeclared input would escape the fingerprint that decides re-runs
+        if table not in self.stage.reads + self.stage.early_reads:  # an undeclared input would escape the
+            # fingerprint that decides re-runs
             raise AssertionError(f"stage {self.stage_name} reads {table}, which it does not declare in `reads`")
         return self.store.read(table)
+
+    def early(self) -> asyncio.Task[Any] | None:
+        """The stage's early work (`Stage.early`), started before its turn; None when none was started."""
+        return self.models.early_work(self.stage_name)
 
     def previous(self, table: str, columns: list[str] | None = None) -> pd.DataFrame | None:
         """What the last run left of a table this stage writes (its outputs are written only after it
@@ -155,6 +161,13 @@ class Stage:
     # For --dry-run: the calls the stage would make, from its inputs, without calling a model (None: the
     # stage's calls depend on what earlier model calls return and cannot be known in advance).
     estimate: Callable[[StageContext], CallEstimate | None] | None = None
+    # Work the stage can start before its turn, once the stages that write `early_reads` have run: it returns
+    # a coroutine (None: nothing worth starting this run), which goes on on the run's event loop while the
+    # stages in between wait on their model calls; the stage's run takes it with `ctx.early()`. Early work
+    # only saves time: what the stage writes follows from its `reads` alone, so `early_reads` are not part of
+    # its fingerprint.
+    early: Callable[[StageContext], Coroutine[Any, Any, Any] | None] | None = None
+    early_reads: tuple[str, ...] = ()
 
 
 @dataclass
@@ -469,6 +482,9 @@ class ModelAccess:
         # one event loop for the run's model calls: the limiters keep what they learnt (a provider's real
         # concurrency, its rate limits) from one stage to the next, and a stage may leave work to the next
         self._runner: asyncio.Runner | None = None
+        self._early: dict[str, asyncio.Task[Any]] = {}  # stage -> its early work (Stage.early), until taken
+        self.early_begun: set[str] = set()  # the stages whose early work was considered (started or not)
+        self.early_llm: dict[str, dict[str, Any] | None] = {}  # stage -> its calls' totals when its early work ended
 
     def cache(self) -> AnswerCache | None:
         """The answer cache (None with --no-cache or cache.enabled: false), also for what a model-free stage
@@ -509,17 +525,38 @@ class ModelAccess:
         """`coroutine` to its end on the run's event loop. Interrupted (Ctrl-C, SIGTERM), the calls it left in
         flight are cancelled and ended here, while their stage is still running: closing the loop later would
         end them after the stage's bar and records are gone."""
-        if self._runner is None:
-            self._runner = asyncio.Runner()
+        runner = self._loop_runner()
         try:
-            return self._runner.run(coroutine)
+            return runner.run(coroutine)
         except KeyboardInterrupt:
             self._end_tasks()
             raise
 
+    def start_early(self, stage: str, coroutine: Coroutine[Any, Any, Any]) -> None:
+        """Start `stage`'s early work on the run's event loop: it goes on whenever a stage runs model calls."""
+        task = self._loop_runner().get_loop().create_task(coroutine)
+        task.add_done_callback(functools.partial(self._early_ended, stage))
+        self._early[stage] = task
+
+    def _early_ended(self, stage: str, task: asyncio.Task[Any]) -> None:
+        """Keep what the early work's calls were (of the stage's, those that did not wait for its turn), and say
+        at once when it failed (the stage does the work again at its turn, where an error that lasts stops the
+        run)."""
+        self.early_llm[stage] = self.totals(stage)
+        if not task.cancelled() and (error := task.exception()) is not None:
+            LOG.warning("%s: the work it started early failed (%s: %s); it will be done again at its turn", stage,
+                        type(error).__name__, error)
+
+    def early_work(self, stage: str) -> asyncio.Task[Any] | None:
+        return self._early.pop(stage, None)
+
+    def _loop_runner(self) -> asyncio.Runner:
+        if self._runner is None:
+            self._runner = asyncio.Runner()
+        return self._runner
+
     def _end_tasks(self) -> None:
-        assert self._runner is not None
-        loop = self._runner.get_loop()
+        loop = self._loop_runner().get_loop()
         left = [task for task in asyncio.all_tasks(loop) if not task.done()]
         for task in left:
             task.cancel()
@@ -642,11 +679,11 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
                 if position < reusable or (position < rerun_from and _reusable(previous, fingerprint, store, stage,
                                                                                config)):
                     digests.update(previous["outputs"])
-                    stats["stages"][stage.name] = reused_stats(previous["stats"])
-                    console.print(f"[dim]= {stage.name}: unchanged since {previous['finished']}, skipped[/dim]")
-                    LOG.info("%s: unchanged since %s, skipped", stage.name, previous["finished"])
+                    stats["stages"][stage.name] = _reused(stage.name, previous, console)
                     continue
                 LOG.info("%s: started", stage.name)
+                _start_early_work(pipeline, position, StageContext(config=config, store=store, progress=progress,
+                                                                   stage=stage, models=models))
                 result, stage_stats = _run_and_record(stage, config, store, state, fingerprint, progress, models)
                 digests.update(state[stage.name]["outputs"])
                 stats["stages"][stage.name] = stage_stats
@@ -678,6 +715,26 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
                       llm=stats["llm"], incomplete=incomplete)
 
 
+def _reused(name: str, previous: dict[str, Any], console: Console) -> dict[str, Any]:
+    """Say that a stage is skipped as unchanged; its figures for this run's stats."""
+    console.print(f"[dim]= {name}: unchanged since {previous['finished']}, skipped[/dim]")
+    LOG.info("%s: unchanged since %s, skipped", name, previous["finished"])
+    return reused_stats(previous["stats"])
+
+
+def _start_early_work(pipeline: Pipeline, position: int, context: StageContext) -> None:
+    """Before the stage at `position` runs, start the early work (`Stage.early`) of the later stages whose
+    early inputs the stages before it have written (once each: a later stage's work started earlier goes on)."""
+    written = {table for stage in pipeline.stages[:position] for table in stage.writes}
+    for later in pipeline.stages[position + 1:]:
+        if later.early is None or not set(later.early_reads) <= written or later.name in context.models.early_begun:
+            continue
+        context.models.early_begun.add(later.name)
+        coroutine = later.early(replace(context, stage=later))
+        if coroutine is not None:
+            context.models.start_early(later.name, coroutine)
+
+
 def _finish(stats: dict[str, Any], ending: tuple[str, dict[str, Any] | None], models: ModelAccess,
             store: OutputStore, run_started: float) -> list[str]:
     """Write the run's final stats.json (status, model totals, the update record); returns the stages that
@@ -690,6 +747,9 @@ def _finish(stats: dict[str, Any], ending: tuple[str, dict[str, Any] | None], mo
     if status.startswith("completed"):
         stats["built_with"] = {"pipeline": stats["pipeline"], "pipeline_file": stats["pipeline_file"]}
     stats["llm"] = models.totals()
+    for name in models.early_begun - stats["stages"].keys():  # its early work spent, then the run stopped
+        if (llm := models.totals(name)) is not None:
+            stats["stages"][name] = {"status": "not reached (its early work ran)", "llm": llm}
     if (update := update_record(stats["stages"], stats["llm"], resumed)) is not None:
         stats["update"] = update
     _write_stats(store, stats, run_started)
@@ -842,6 +902,7 @@ def _run_stage(stage: Stage, config: GraphRagConfig, store: OutputStore, progres
         "problems": result.problems,
         **({"details": result.details} if result.details else {}),
         **({"llm": llm} if (llm := models.totals(stage.name)) else {}),
+        **({"early_llm": early} if (early := models.early_llm.get(stage.name)) else {}),
     }
     return result, stage_stats
 

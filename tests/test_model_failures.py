@@ -512,7 +512,11 @@ def test_a_model_that_cannot_work_stops_without_tracebacks_or_warnings(tmp_path)
     assert "Traceback" not in done.stderr and "never awaited" not in done.stderr
     run = stats(root)
     assert run["status"] == "failed" and "same error" in run["error"]
-    assert run["llm"]["cost_usd"] == 0  # refused requests are not billed; their prompt tokens are counted
+    # refused requests are not billed (their prompt tokens are counted); what the run spent is the text units'
+    # vectors, asked for after chunking, and stats.json says so
+    early = run["stages"]["embed_text"]
+    assert early["status"] == "not reached (its early work ran)" and early["llm"]["failures"] == 0
+    assert run["llm"]["cost_usd"] == early["llm"]["cost_usd"] > 0
     assert run["llm"]["failed_attempts"] > 0 and run["llm"]["prompt_tokens"] > 0
 
 

@@ -6,6 +6,8 @@ from __future__ import annotations
 import json
 from pathlib import Path
 
+import numpy as np
+import pandas as pd
 import pyarrow as pa
 import pytest
 
@@ -159,13 +161,21 @@ def test_a_first_build_sends_its_embedding_calls_while_lancedb_is_being_opened(t
     from graphrag_lite.llm.fake import STATS
     from graphrag_lite.stages import embed_text
 
+    before_the_stage = []  # the text units' vectors were asked for early, during extraction
+
+    def counted_at_the_stage_s_start(ctx):
+        before_the_stage.append(STATS.embeddings)
+        return inputs(ctx)
+
     def once_an_embedding_call_is_sent(uri: str):
         deadline = time.monotonic() + 10
-        while STATS.embeddings == 0:
+        while STATS.embeddings <= before_the_stage[0]:
             assert time.monotonic() < deadline, "LanceDB was opened before any embedding call was sent"
             time.sleep(0.01)
         return connect(uri)
 
+    inputs = embed_text.inputs
+    monkeypatch.setattr(embed_text, "inputs", counted_at_the_stage_s_start)
     monkeypatch.setattr(embed_text, "connect", once_an_embedding_call_is_sent)
     STATS.reset()
     documents = sorted((DATA / "unrelated-documents").glob("*.txt"))[:2]
@@ -173,3 +183,82 @@ def test_a_first_build_sends_its_embedding_calls_while_lancedb_is_being_opened(t
     built = cli("index", "--root", root)
     assert built.exit_code == 0, built.output
     assert all(t["rebuilt"] for t in stats(root)["details"].values())
+
+
+def recorded_fake_calls(monkeypatch) -> list[tuple[str, object]]:
+    """Every call the fake provider gets, in order: ("chat", the stage asking) or ("embed", its texts)."""
+    from graphrag_lite.llm import fake
+
+    calls: list[tuple[str, object]] = []
+    chat, embed = fake.FakeLLM.acompletion, fake.FakeLLM.aembedding
+
+    async def recorded_chat(self, model, messages, *args, **kwargs):
+        calls.append(("chat", fake.CALL_STEP.get()[0]))
+        return await chat(self, model, messages, *args, **kwargs)
+
+    async def recorded_embed(self, model, input, *args, **kwargs):
+        calls.append(("embed", list(input)))
+        return await embed(self, model, input, *args, **kwargs)
+
+    monkeypatch.setattr(fake.FakeLLM, "acompletion", recorded_chat)
+    monkeypatch.setattr(fake.FakeLLM, "aembedding", recorded_embed)
+    return calls
+
+
+def stored_vectors(root: Path, table: str) -> dict[str, list[float]]:
+    rows = connect(str(root / "output" / "lancedb")).open_table(table).to_pandas()
+    return {text: list(vector) for text, vector in zip(rows["text"], rows["vector"], strict=True)}
+
+
+def test_the_text_units_vectors_are_asked_for_while_the_graph_is_extracted(tmp_path: Path, cli, monkeypatch):
+    """The text units are known once chunked, and the embedding model is idle while the graph is extracted:
+    their vectors are asked for then, not after the reports. The index holds the same vectors as ever."""
+    from graphrag_lite.llm.fake import embed_text as fake_vector
+
+    calls = recorded_fake_calls(monkeypatch)
+    documents = sorted((DATA / "unrelated-documents").glob("*.txt"))[:3]
+    root = make_project(tmp_path / "p", documents)
+    built = cli("index", "--root", root)
+    assert built.exit_code == 0, built.output
+    units = set(pd.read_parquet(root / "output" / "text_units.parquet")["text"])
+    early = next((i for i, (kind, what) in enumerate(calls) if kind == "embed" and set(what) <= units), None)
+    extraction = [i for i, (kind, what) in enumerate(calls) if what == "extract_graph"]
+    assert early is not None and early < extraction[-1], "the text units were not embedded during extraction"
+    sent = [t for kind, what in calls if kind == "embed" for t in what]
+    assert sorted(sent) == sorted(set(sent)), "a text was embedded twice"
+    assert set(sent) >= units
+    for table in ("text_unit_text", "entity_description"):
+        vectors = stored_vectors(root, table)
+        assert vectors and all(np.allclose(v, fake_vector(text, 128)) for text, v in vectors.items()), table
+    embed = stats(root)  # the stage's calls, all counted; stats.json says which went early
+    assert embed["llm"]["calls"] == sum(kind == "embed" for kind, _ in calls) > embed["early_llm"]["calls"] >= 1
+
+
+def test_a_failed_early_embedding_is_logged_and_done_again_at_the_stage_s_turn(tmp_path: Path, cli, monkeypatch):
+    """The text units' early vectors fail (a provider's outage while the graph is extracted): the run goes on,
+    the log says so at once, and embed_text asks for them again at its turn; nothing is lost or left over."""
+    import litellm
+
+    from graphrag_lite.llm import fake
+
+    embed, failed = fake.FakeLLM.aembedding, []
+
+    async def fails_once(self, model, input, *args, **kwargs):
+        if not failed:
+            failed.append(len(input))
+            raise litellm.BadRequestError("the embedding service is down", model=model, llm_provider="fake")
+        return await embed(self, model, input, *args, **kwargs)
+
+    monkeypatch.setattr(fake.FakeLLM, "aembedding", fails_once)
+    documents = sorted((DATA / "unrelated-documents").glob("*.txt"))[:2]
+    root = make_project(tmp_path / "p", documents)
+    built = cli("index", "--root", root)
+    assert built.exit_code == 0, built.output
+    assert failed, "no embedding call failed: the test tested nothing"
+    log = (root / "output" / "logs" / "index.log").read_text(encoding="utf-8")
+    warning = log.index("embed_text: the work it started early failed (")
+    assert warning < log.index("merge_graph: started")  # said when it happened, not at the end
+    units = pd.read_parquet(root / "output" / "text_units.parquet")
+    assert set(stored_vectors(root, "text_unit_text")) == set(units["text"])
+    assert stats(root)["llm"]["failures"] >= 1  # the failed call is counted
+    assert "never retrieved" not in built.output

@@ -18,6 +18,8 @@ standard pipeline (pipelines/standard.yaml):
                                                              -> community_reports
 10. embed_text            entities, text_units, community_reports (embedding model)
                                                              -> embeddings (+ LanceDB tables)
+    (on a first build it asks for the text units' vectors right after chunk_text, while the graph is
+    extracted: Stage.early)
 
 fast pipeline (pipelines/fast.yaml), no model: the same stages, except
 3. extract_graph_nlp      base_text_units  (rules, NPMI)     -> raw_entities, raw_relationships
