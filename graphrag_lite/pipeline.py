@@ -539,16 +539,20 @@ class ModelAccess:
         self._early[stage] = task
 
     def _early_ended(self, stage: str, task: asyncio.Task[Any]) -> None:
-        """Keep what the early work's calls were (of the stage's, those that did not wait for its turn), and say
-        at once when it failed (the stage does the work again at its turn, where an error that lasts stops the
-        run)."""
+        """Keep the stage's call totals as they are when its early work ends (its calls so far: the early ones,
+        unless it ended during the stage's turn), and say at once when it failed."""
         self.early_llm[stage] = self.totals(stage)
         if not task.cancelled() and (error := task.exception()) is not None:
-            LOG.warning("%s: the work it started early failed (%s: %s); it will be done again at its turn", stage,
-                        type(error).__name__, error)
+            LOG.warning("%s: the work it started early failed (%s: %s); the stage does it again at its turn, if the "
+                        "run gets there", stage, type(error).__name__, error)
 
     def early_work(self, stage: str) -> asyncio.Task[Any] | None:
+        """`stage`'s early work, for the stage to take at its turn (None: none was started)."""
         return self._early.pop(stage, None)
+
+    def unclaimed_early(self) -> set[str]:
+        """The stages whose early work was started and that did not take it (the run stopped before)."""
+        return set(self._early)
 
     def _loop_runner(self) -> asyncio.Runner:
         if self._runner is None:
@@ -747,9 +751,10 @@ def _finish(stats: dict[str, Any], ending: tuple[str, dict[str, Any] | None], mo
     if status.startswith("completed"):
         stats["built_with"] = {"pipeline": stats["pipeline"], "pipeline_file": stats["pipeline_file"]}
     stats["llm"] = models.totals()
-    for name in models.early_begun - stats["stages"].keys():  # its early work spent, then the run stopped
+    for name in models.unclaimed_early() - stats["stages"].keys():  # its early work spent, then the run stopped
         if (llm := models.totals(name)) is not None:
-            stats["stages"][name] = {"status": "not reached (its early work ran)", "llm": llm}
+            stats["stages"][name] = {"status": "early work only (the run stopped before the stage's own calls)",
+                                     "llm": llm}
     if (update := update_record(stats["stages"], stats["llm"], resumed)) is not None:
         stats["update"] = update
     _write_stats(store, stats, run_started)

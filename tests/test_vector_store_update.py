@@ -4,6 +4,7 @@ changed texts are embedded, and the full-text index finds added rows and no long
 from __future__ import annotations
 
 import json
+import shutil
 from pathlib import Path
 
 import numpy as np
@@ -261,4 +262,33 @@ def test_a_failed_early_embedding_is_logged_and_done_again_at_the_stage_s_turn(t
     units = pd.read_parquet(root / "output" / "text_units.parquet")
     assert set(stored_vectors(root, "text_unit_text")) == set(units["text"])
     assert stats(root)["llm"]["failures"] >= 1  # the failed call is counted
-    assert "never retrieved" not in built.output
+
+
+def test_early_vectors_and_cached_ones_of_a_former_model_are_never_mixed(tmp_path: Path, cli):
+    """The entity descriptions' vectors are in the answer cache from a former model of the same name (64
+    dimensions), the text units' are not: the early work gets the text units' from the model (128), and at its
+    turn the stage asks for the entity descriptions' again rather than mixing sizes in one index."""
+    from graphrag_lite.config import load_config
+    from graphrag_lite.llm.gateway import Gateway
+    from graphrag_lite.vector_store import texts_for
+
+    documents = sorted((DATA / "unrelated-documents").glob("*.txt"))[:2]
+    root = make_project(tmp_path / "p", documents)
+    assert cli("index", "--root", root).exit_code == 0
+    out = root / "output"
+    contents = texts_for(*(pd.read_parquet(out / f"{t}.parquet")
+                           for t in ("entities", "text_units", "community_reports")))
+    config = load_config(root)
+    gateway = Gateway(config, use_cache=True)
+    model = config.models["default_embedding_model"]
+    key = {t: gateway._key("embedding", model, t, dict(model.call_args)) for n in contents for t in contents[n][1]}
+    assert gateway.cache is not None
+    gateway.cache.put_many("embedding", [(key[t], [0.5] * 64) for t in contents["entity_description"][1]])
+    gateway.cache._db.executemany("DELETE FROM answers WHERE key=?", [(key[t],) for t in contents["text_unit_text"][1]])
+    gateway.close()
+    shutil.rmtree(out)
+    rebuilt = cli("index", "--root", root)
+    assert rebuilt.exit_code == 0, rebuilt.output
+    for table in ("entity_description", "text_unit_text"):
+        assert {len(v) for v in stored_vectors(root, table).values()} == {128}, table
+    assert json.loads((out / MANIFEST).read_text(encoding="utf-8"))["dimension"] == 128

@@ -150,6 +150,8 @@ class Gateway:
         self._early_errors: dict[str, list[str]] = {}  # errors of models that never answered
         self._checked: set[str] = set()  # model ids whose provider LiteLLM knows
         self._keyed: set[str] = set()  # model ids whose key looked usable before their first call
+        # model id -> the size of the vectors it returned in this run (its cached vectors may be a former model's)
+        self.returned_dimension: dict[str, int] = {}
         self._root = config.root_dir
         self._unit_prices: dict[str, tuple[float, float, float] | None] = {}  # USD per prompt, completion, cached token
         self._embedding_caps: dict[str, int] = {}  # texts per call a model's provider accepted, after refusing more
@@ -410,6 +412,8 @@ class Gateway:
 
         batches = _batches([texts[i] for i in missing], batch_size, batch_max_tokens)
         await gather_all(run(batch, tokens) for batch, tokens in batches)
+        if dimensions:
+            self.returned_dimension[model_id] = max(dimensions)
         return max(dimensions) if dimensions else None
 
     async def _embedding_call(self, model_id: str, model: ModelConfig, items: list[str], args: dict[str, Any],

@@ -101,9 +101,10 @@ async def connected(ctx: StageContext, contents: dict[str, tuple[list, list]], v
     # token count, which lets it go, would wait for it again
     early, vectors, db = await gather_all([early_vectors(task, asked), embedded(ctx, rest, None), opening])
     known = {**early, **dict(zip(rest, vectors, strict=True))}
-    size = len(vectors[0]) if vectors else None
-    # texts the early work failed to bring, or brought as vectors of another size (cached from a former model
-    # of the same name): the vectors of one index all come from one model
+    # the early work and this turn are two calls: a vector of another size than what the model returns now was
+    # cached from a former model of the same name, and is asked again (one index, one model's vectors); so
+    # are the texts the early work failed to bring
+    size = ctx.llm.returned_dimension.get(model_id)
     missing = [t for t in texts if t not in known or (size is not None and len(known[t]) != size)]
     if missing:
         known.update(zip(missing, await embedded(ctx, missing, size), strict=True))
