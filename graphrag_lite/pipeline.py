@@ -483,7 +483,7 @@ class ModelAccess:
         # concurrency, its rate limits) from one stage to the next, and a stage may leave work to the next
         self._runner: asyncio.Runner | None = None
         self._early: dict[str, asyncio.Task[Any]] = {}  # stage -> its early work (Stage.early), until taken
-        self.early_begun: set[str] = set()  # the stages whose early work was considered (started or not)
+        self._early_begun: set[str] = set()  # the stages whose early work was considered (started or not)
         self.early_llm: dict[str, dict[str, Any] | None] = {}  # stage -> its calls' totals when its early work ended
 
     def cache(self) -> AnswerCache | None:
@@ -532,8 +532,14 @@ class ModelAccess:
             self._end_tasks()
             raise
 
-    def start_early(self, stage: str, coroutine: Coroutine[Any, Any, Any]) -> None:
-        """Start `stage`'s early work on the run's event loop: it goes on whenever a stage runs model calls."""
+    def begin_early(self, stage: str, early: Callable[[], Coroutine[Any, Any, Any] | None]) -> None:
+        """Start `stage`'s early work (`early()`; None: nothing worth starting) on the run's event loop, once: it
+        goes on whenever a stage runs model calls."""
+        if stage in self._early_begun:
+            return
+        self._early_begun.add(stage)
+        if (coroutine := early()) is None:
+            return
         task = self._loop_runner().get_loop().create_task(coroutine)
         task.add_done_callback(functools.partial(self._early_ended, stage))
         self._early[stage] = task
@@ -731,12 +737,8 @@ def _start_early_work(pipeline: Pipeline, position: int, context: StageContext) 
     early inputs the stages before it have written (once each: a later stage's work started earlier goes on)."""
     written = {table for stage in pipeline.stages[:position] for table in stage.writes}
     for later in pipeline.stages[position + 1:]:
-        if later.early is None or not set(later.early_reads) <= written or later.name in context.models.early_begun:
-            continue
-        context.models.early_begun.add(later.name)
-        coroutine = later.early(replace(context, stage=later))
-        if coroutine is not None:
-            context.models.start_early(later.name, coroutine)
+        if later.early is not None and set(later.early_reads) <= written:
+            context.models.begin_early(later.name, functools.partial(later.early, replace(context, stage=later)))
 
 
 def _finish(stats: dict[str, Any], ending: tuple[str, dict[str, Any] | None], models: ModelAccess,
