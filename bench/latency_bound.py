@@ -19,9 +19,9 @@ made: per stage, ceil(requests / concurrency) rounds of `latency` seconds, but n
 requests that must follow each other (a text unit's first answer, then its gleaning; a corrective follow-up
 after the answer it corrects; for reports, two rounds when a report had to wait for its sub-communities'
 reports (its own detail did not fit), else one), summed along the stages, which run one after another.
-Requests a stage made early, before its turn (embed_text's text units, asked for while the graph is
-extracted: stats.json's `early_llm`), went beside the stages in between on another model and are not on
-that path (the "early" column; fewer rounds than extraction's). It
+Requests a stage's early work made (embed_text's text units, asked for while the graph is extracted:
+stats.json's `early_llm`) went beside the stages in between, on another model, and are not on that path (the
+"early" column; fewer rounds than extraction's). It
 prints per stage: requests, prompt and completion tokens, wall time and bound, and the whole run's wall /
 bound (issue 16's target: at most 1.2), also without the seconds the run took to start LiteLLM (its import,
 about 1.5-2 s before the first call; stats.json's `model_client_start_s`), which the wall includes.

@@ -11,6 +11,7 @@ from __future__ import annotations
 
 import asyncio
 import contextlib
+import contextvars
 import difflib
 import functools
 import gc
@@ -45,7 +46,7 @@ from graphrag_lite import __version__
 from graphrag_lite.config import GraphRagConfig, Overrides, OverrideSources
 from graphrag_lite.errors import ConfigError, IndexIncomplete, PipelineError, PipelineFileError, UnknownStage
 from graphrag_lite.ids import json_digest
-from graphrag_lite.llm.ledger import BudgetExceeded, read_spend, write_spend
+from graphrag_lite.llm.ledger import EARLY_WORK, BudgetExceeded, read_spend, write_spend
 from graphrag_lite.resources import data_dir
 from graphrag_lite.storage import OutputLock, OutputStore, link_or_copy, read_json, write_json
 from graphrag_lite.tables import conform
@@ -484,7 +485,6 @@ class ModelAccess:
         self._runner: asyncio.Runner | None = None
         self._early: dict[str, asyncio.Task[Any]] = {}  # stage -> its early work (Stage.early), until taken
         self._early_begun: set[str] = set()  # the stages whose early work was considered (started or not)
-        self.early_llm: dict[str, dict[str, Any] | None] = {}  # stage -> its calls' totals when its early work ended
 
     def cache(self) -> AnswerCache | None:
         """The answer cache (None with --no-cache or cache.enabled: false), also for what a model-free stage
@@ -515,10 +515,10 @@ class ModelAccess:
                 gc.freeze()
         return self._gateway
 
-    def totals(self, stage: str | None = None) -> dict[str, Any] | None:
+    def totals(self, stage: str | None = None, early_only: bool = False) -> dict[str, Any] | None:
         if self._gateway is None or not self._gateway.ledger.records:
             return None
-        totals = self._gateway.ledger.totals(stage)
+        totals = self._gateway.ledger.totals(stage, early_only)
         return totals if totals["calls"] or totals["failed_attempts"] else None
 
     def run(self, coroutine: Coroutine[Any, Any, T]) -> T:
@@ -540,14 +540,15 @@ class ModelAccess:
         self._early_begun.add(stage)
         if (coroutine := early()) is None:
             return
-        task = self._loop_runner().get_loop().create_task(coroutine)
+        context = contextvars.copy_context()
+        context.run(EARLY_WORK.set, True)  # its calls are recorded as early (stats.json: early_llm)
+        task = self._loop_runner().get_loop().create_task(coroutine, context=context)
         task.add_done_callback(functools.partial(self._early_ended, stage))
         self._early[stage] = task
 
-    def _early_ended(self, stage: str, task: asyncio.Task[Any]) -> None:
-        """Keep the stage's call totals as they are when its early work ends (its calls so far: the early ones,
-        unless it ended during the stage's turn), and say at once when it failed."""
-        self.early_llm[stage] = self.totals(stage)
+    @staticmethod
+    def _early_ended(stage: str, task: asyncio.Task[Any]) -> None:
+        """Say at once when a stage's early work failed."""
         if not task.cancelled() and (error := task.exception()) is not None:
             LOG.warning("%s: the work it started early failed (%s: %s); the stage does it again at its turn, if the "
                         "run gets there", stage, type(error).__name__, error)
@@ -909,7 +910,7 @@ def _run_stage(stage: Stage, config: GraphRagConfig, store: OutputStore, progres
         "problems": result.problems,
         **({"details": result.details} if result.details else {}),
         **({"llm": llm} if (llm := models.totals(stage.name)) else {}),
-        **({"early_llm": early} if (early := models.early_llm.get(stage.name)) else {}),
+        **({"early_llm": early} if (early := models.totals(stage.name, early_only=True)) else {}),
     }
     return result, stage_stats
 

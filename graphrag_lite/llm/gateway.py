@@ -31,7 +31,7 @@ from urllib.parse import urlparse
 from graphrag_lite.config import EmbedTextConfig, GraphRagConfig, ModelConfig
 from graphrag_lite.errors import GraphragLiteError
 from graphrag_lite.llm.cache import AnswerCache, cache_key
-from graphrag_lite.llm.ledger import BudgetExceeded, CallRecord, Ledger
+from graphrag_lite.llm.ledger import EARLY_WORK, BudgetExceeded, CallRecord, Ledger
 from graphrag_lite.llm.limits import ModelLimiter
 from graphrag_lite.llm.structured import ParseError
 from graphrag_lite.tokens import count_tokens, counting_encoding
@@ -540,7 +540,7 @@ class Gateway:
         cost = (self._price(model, prompt_tokens, 0) or 0.0) if billed else 0.0
         self.ledger.add(CallRecord(stage=stage, model_id=model_id, kind="failed_attempt", prompt_tokens=prompt_tokens,
                                    completion_tokens=0, cost_usd=cost, latency_s=0.0, cache_hit=False, retries=0,
-                                   parse_retries=0, ok=False))
+                                   parse_retries=0, ok=False, early=EARLY_WORK.get()))
 
     def _retry_delay(self, model_id: str, model: ModelConfig, err: Exception, attempt: int) -> float:
         """Seconds to wait before retrying `err`, or raise when retrying cannot help."""
@@ -678,7 +678,7 @@ class Gateway:
                                    completion_tokens=answer.completion_tokens, cost_usd=answer.cost_usd,
                                    latency_s=latency, cache_hit=started is None, retries=answer.retries,
                                    parse_retries=parse_retries, ok=ok,
-                                   provider_cached_tokens=answer.provider_cached_tokens))
+                                   provider_cached_tokens=answer.provider_cached_tokens, early=EARLY_WORK.get()))
 
     def close(self) -> None:
         if self.batcher is not None:

@@ -33,10 +33,13 @@ class CallRecord:
     parse_retries: int  # corrective follow-ups after an unparseable answer
     ok: bool
     provider_cached_tokens: int = 0  # prompt tokens the provider served from its prompt cache (cheaper)
+    early: bool = False  # made by its stage's early work (pipeline.Stage.early), which may run before its turn
 
 
 # the calls of one request to a long-lived process (graphrag-lite serve), whose gateway serves many at once
 _REQUEST_CALLS: ContextVar[list[CallRecord] | None] = ContextVar("request_calls", default=None)
+# set in the context of a stage's early work: its calls are recorded as early
+EARLY_WORK: ContextVar[bool] = ContextVar("early_work", default=False)
 
 
 @contextlib.contextmanager
@@ -112,8 +115,10 @@ class Ledger:
         scope = _REQUEST_CALLS.get()
         return self.records if scope is None else scope
 
-    def totals(self, stage: str | None = None) -> dict[str, Any]:
-        return summarize([r for r in self.visible() if stage is None or r.stage == stage])
+    def totals(self, stage: str | None = None, early_only: bool = False) -> dict[str, Any]:
+        """The calls of `stage` (of all stages: None); with `early_only`, those its early work made."""
+        return summarize([r for r in self.visible()
+                          if (stage is None or r.stage == stage) and (r.early or not early_only)])
 
     def by_stage(self) -> dict[str, dict[str, Any]]:
         """Each stage's totals, in the order stages first called (the records grouped in one pass)."""
