@@ -730,9 +730,16 @@ def describe_validation_error(err: ValidationError, file: str, overridden: typin
             lines.append(f"{source}: {key}{shown}: {problem['msg'].removeprefix('Value error, ')}")
         else:
             _, annotation = _walk(GraphRagConfig, loc)
-            expected = f" (expected {_type_name(annotation)})" if annotation is not None else ""
+            # a value of the right type out of its range: pydantic's message says the range; the type would mislead
+            typed = annotation is not None and problem["type"] not in OUT_OF_RANGE
+            expected = f" (expected {_type_name(annotation)})" if typed else ""
             lines.append(f"{source}: {key} = {given!r}: {problem['msg']}{expected}")
     return "\n".join(lines)
+
+
+# pydantic's error types for a value of the right type that breaks a bound of its field
+OUT_OF_RANGE = frozenset({"greater_than", "greater_than_equal", "less_than", "less_than_equal", "multiple_of",
+                          "too_short", "too_long", "string_too_short", "string_too_long"})
 
 
 def _set_by(key: str, overridden: typing.Collection[str]) -> str | None:

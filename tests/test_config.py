@@ -78,6 +78,11 @@ def test_wrong_type_names_key_value_and_expected_type(tmp_path):
     assert "chunking.size" in message and "'lots'" in message and "expected int" in message
 
 
+def test_a_number_out_of_range_names_the_range_not_the_type_it_already_has(tmp_path):
+    message = refusal(tmp_path, "chunking:\n  size: 0\n")
+    assert "chunking.size = 0" in message and "greater than or equal to 1" in message and "expected" not in message
+
+
 @pytest.mark.parametrize(("text", "key"), [("embed_text:\n  batch_size: true\n", "embed_text.batch_size"),
                                            ("local_search:\n  text_unit_prop: false\n", "local_search.text_unit_prop")])
 def test_true_or_false_where_a_number_belongs_is_refused_not_read_as_1_or_0(tmp_path, text, key):
