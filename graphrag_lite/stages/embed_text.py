@@ -87,53 +87,49 @@ async def connected(ctx: StageContext, contents: dict[str, tuple[list, list]], v
     """LanceDB's connection, and, when no stored vector can be kept (a first build, another model), the
     vectors of every text of the tables with vectors: all of them are sent whatever LanceDB holds, so the
     calls go out while LanceDB is imported (about 0.7 s) in a thread, not after it. The text units' vectors
-    were asked for right after chunking (`early`); what that did not bring is sent now."""
+    were asked for right after chunking (`early`); the texts it did not bring are sent now."""
     opening = asyncio.to_thread(connect, ctx.config.vector_store.db_uri)
     model_id = ctx.config.embed_text.model_id
     if dimension is not None or not vectorized or model_id is None:
         return await opening, {}
     texts = list(dict.fromkeys(t for name in vectorized for t in contents[name][1]))
-    task = ctx.early()
-    asked = unit_texts(ctx) if task is not None else []
-    sent_early = set(asked)
-    rest = [t for t in texts if t not in sent_early]
+    early = await early_vectors(ctx.early())  # long done, but for a stage reached while it is still in flight
+    rest = [t for t in texts if t not in early]
     # the calls' own preparation (cache keys, token counts) first: against an import that holds the GIL, each
     # token count, which lets it go, would wait for it again
-    early, vectors, db = await gather_all([early_vectors(task, asked), embedded(ctx, rest, None), opening])
+    vectors, db = await gather_all([embedded(ctx, rest, None), opening])
     known = {**early, **dict(zip(rest, vectors, strict=True))}
     # the early work and this turn are two calls: a vector of another size than what the model returns now was
-    # cached from a former model of the same name, and is asked again (one index, one model's vectors); so
-    # are the texts the early work failed to bring
+    # cached from a former model of the same name, and is asked again (one index, one model's vectors)
     size = ctx.llm.returned_dimension.get(model_id)
-    missing = [t for t in texts if t not in known or (size is not None and len(known[t]) != size)]
-    if missing:
-        known.update(zip(missing, await embedded(ctx, missing, size), strict=True))
+    stale = [t for t in texts if size is not None and len(known[t]) != size]
+    if stale:
+        known.update(zip(stale, await embedded(ctx, stale, size), strict=True))
     return db, known
 
 
-def early(ctx: StageContext) -> Coroutine[Any, Any, list[list[float]]] | None:
+def early(ctx: StageContext) -> Coroutine[Any, Any, dict[str, list[float]]] | None:
     """The text units' vectors, asked for right after chunking: they are most of what this stage embeds, and
     the embedding model is idle while the graph is extracted. Only when every text would be sent anyway (a
     first build, another model: no stored vector is kept); an update embeds just its new rows, at its turn."""
     if "text_unit_text" not in vector_tables(ctx.config) or reusable_dimension(
             read_manifest(ctx.config.output.base_dir), ctx.config) is not None:
         return None
-    return embedded(ctx, unit_texts(ctx), None)
+    return vectors_by_text(ctx, list(dict.fromkeys(ctx.read("base_text_units")["text"])))
 
 
-def unit_texts(ctx: StageContext) -> list[str]:
-    """The text units' texts, once each, as the early work sends them."""
-    return list(dict.fromkeys(ctx.read("base_text_units")["text"]))
+async def vectors_by_text(ctx: StageContext, texts: list[str]) -> dict[str, list[float]]:
+    return dict(zip(texts, await embedded(ctx, texts, None), strict=True))
 
 
-async def early_vectors(task: asyncio.Task[list[list[float]]] | None, texts: list[str]) -> dict[str, list[float]]:
-    """The early work's vectors of `texts`; none when there was none, or when it failed (the runner logged
-    why, and the ledger counts its failed calls): those texts are sent again, and an error that lasts is
-    raised then."""
+async def early_vectors(task: asyncio.Task[dict[str, list[float]]] | None) -> dict[str, list[float]]:
+    """The early work's vectors by text; none when there was none, or when it failed (the runner logged why,
+    and the ledger counts its failed calls): those texts are sent at the stage's turn, where an error that
+    lasts stops the run."""
     if task is None:
         return {}
     try:
-        return dict(zip(texts, await task, strict=True))
+        return await task
     except Exception:
         return {}
 
