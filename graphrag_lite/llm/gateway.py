@@ -412,9 +412,10 @@ class Gateway:
 
         batches = _batches([texts[i] for i in missing], batch_size, batch_max_tokens)
         await gather_all(run(batch, tokens) for batch, tokens in batches)
-        if dimensions:
-            self.returned_dimension[model_id] = max(dimensions)
-        return max(dimensions) if dimensions else None
+        if not dimensions:
+            return None
+        self.returned_dimension[model_id] = max(dimensions)
+        return self.returned_dimension[model_id]
 
     async def _embedding_call(self, model_id: str, model: ModelConfig, items: list[str], args: dict[str, Any],
                               stage: str, estimate: int) -> Any:
