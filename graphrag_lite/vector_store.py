@@ -21,6 +21,7 @@ import pyarrow as pa
 
 from graphrag_lite.config import VECTOR_TABLES, GraphRagConfig
 from graphrag_lite.errors import GraphragLiteError
+from graphrag_lite.large_imports import import_large
 from graphrag_lite.storage import read_json
 
 MANIFEST = "embeddings_manifest.json"
@@ -34,9 +35,7 @@ class IndexMismatchError(GraphragLiteError):
 
 
 def connect(uri: str) -> Any:
-    import lancedb
-
-    return lancedb.connect(uri)
+    return import_large("lancedb").connect(uri)
 
 
 def write_table(db: Any, name: str, ids: list[str], texts: list[str], vectors: list[list[float]] | None) -> None:

@@ -72,3 +72,28 @@ def test_a_global_query_with_the_fake_model_searches_no_lancedb_table(pepys, tmp
                                 "--no-cache")
     assert output.startswith("Based on the data") and "[Data: Reports" in output
     assert "litellm" in imported and "lancedb" not in imported
+
+
+def test_a_large_library_is_imported_without_collections_and_the_collector_is_left_as_it_was(tmp_path,
+                                                                                           monkeypatch):
+    """import_large pauses the cyclic collector while the module runs (the passes an import triggers walk
+    every object it made and free nothing), and gives the collector back as it found it."""
+    import gc
+
+    from graphrag_lite.large_imports import import_large
+
+    for name in ("probe_collecting", "probe_disabled"):
+        (tmp_path / f"{name}.py").write_text("import gc\nCOLLECTING = gc.isenabled()\n", encoding="utf-8")
+    monkeypatch.syspath_prepend(str(tmp_path))
+    assert gc.isenabled()
+    assert import_large("probe_collecting").COLLECTING is False
+    assert gc.isenabled()
+    gc.disable()  # a program that turned collections off itself keeps them off
+    try:
+        assert import_large("probe_disabled").COLLECTING is False
+        assert not gc.isenabled()
+    finally:
+        gc.enable()
+    assert import_large("probe_collecting") is sys.modules["probe_collecting"]  # imported once
+    for name in ("probe_collecting", "probe_disabled"):
+        monkeypatch.delitem(sys.modules, name)

@@ -30,6 +30,7 @@ from urllib.parse import urlparse
 
 from graphrag_lite.config import EmbedTextConfig, GraphRagConfig, ModelConfig
 from graphrag_lite.errors import GraphragLiteError
+from graphrag_lite.large_imports import import_large
 from graphrag_lite.llm.cache import AnswerCache, cache_key
 from graphrag_lite.llm.ledger import EARLY_WORK, BudgetExceeded, CallRecord, Ledger
 from graphrag_lite.llm.limits import ModelLimiter
@@ -86,8 +87,7 @@ def key_problem(model: ModelConfig) -> str | None:
         return None
     if model.api_base:
         return None
-    import litellm
-
+    litellm = import_large("litellm")
     try:
         missing = litellm.validate_environment(model=model.model).get("missing_keys", [])
     except Exception:  # a provider LiteLLM cannot check offline: let the first call say
@@ -834,7 +834,7 @@ def priced(prices: tuple[float, float, float] | None, prompt_tokens: int, comple
 
 
 def load_litellm(models: Any) -> Any:
-    import litellm  # imported on first use: it takes seconds, and model-free pipelines never need it
+    litellm: Any = import_large("litellm")  # on first use: it takes seconds, and model-free pipelines never need it
 
     litellm.suppress_debug_info = True
     litellm.drop_params = True  # a parameter a provider does not take is dropped, not an error
