@@ -9,20 +9,29 @@ they leave are collected after, as usual.
 
 from __future__ import annotations
 
+import contextlib
 import gc
 import importlib
 import sys
+from collections.abc import Iterator
 from types import ModuleType
 
 
-def import_large(name: str) -> ModuleType:
-    """`import name`, without collections while it runs (a program that disabled them keeps them disabled)."""
-    if (module := sys.modules.get(name)) is not None:
-        return module
+@contextlib.contextmanager
+def collector_paused() -> Iterator[None]:
+    """No collections while the block runs (a program that disabled them keeps them disabled)."""
     collecting = gc.isenabled()
     gc.disable()
     try:
-        return importlib.import_module(name)
+        yield
     finally:
         if collecting:
             gc.enable()
+
+
+def import_large(name: str) -> ModuleType:
+    """`import name`, without collections while it runs."""
+    if (module := sys.modules.get(name)) is not None:
+        return module
+    with collector_paused():
+        return importlib.import_module(name)

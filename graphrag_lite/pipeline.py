@@ -46,6 +46,7 @@ from graphrag_lite import __version__
 from graphrag_lite.config import GraphRagConfig, Overrides, OverrideSources
 from graphrag_lite.errors import ConfigError, IndexIncomplete, PipelineError, PipelineFileError, UnknownStage
 from graphrag_lite.ids import json_digest
+from graphrag_lite.large_imports import collector_paused
 from graphrag_lite.llm.ledger import EARLY_WORK, BudgetExceeded, read_spend, write_spend
 from graphrag_lite.resources import data_dir
 from graphrag_lite.storage import OutputLock, OutputStore, link_or_copy, read_json, write_json
@@ -504,15 +505,18 @@ class ModelAccess:
 
     def gateway(self) -> Gateway:
         if self._gateway is None:
-            from graphrag_lite.llm.gateway import Gateway
-
             started = time.perf_counter()
             earlier = read_spend(self._config.output.base_dir) if self._config.budget.scope == "index" else (0.0, 0)
-            self._gateway = Gateway(self._config, use_cache=self._use_cache, prior_spend=earlier,
-                                    batch=self._config.batch.enabled)
+            # LiteLLM, imported with the gateway, is left out of the run's collections too, frozen before any
+            # collection runs: the first one after its import would walk all of its objects (0.15 s)
+            with collector_paused():
+                from graphrag_lite.llm.gateway import Gateway
+
+                self._gateway = Gateway(self._config, use_cache=self._use_cache, prior_spend=earlier,
+                                        batch=self._config.batch.enabled)
+                if self._spare_collector:
+                    gc.freeze()
             self.client_start_s = round(time.perf_counter() - started, 3)
-            if self._spare_collector:  # LiteLLM, imported with the gateway, is left out too
-                gc.freeze()
         return self._gateway
 
     def totals(self, stage: str | None = None, early_only: bool = False) -> dict[str, Any] | None:

@@ -97,3 +97,28 @@ def test_a_large_library_is_imported_without_collections_and_the_collector_is_le
     assert import_large("probe_collecting") is sys.modules["probe_collecting"]  # imported once
     for name in ("probe_collecting", "probe_disabled"):
         monkeypatch.delitem(sys.modules, name)
+
+
+GATEWAY_PROBE = """
+import gc, sys
+from graphrag_lite.config import GraphRagConfig, ModelConfig
+from graphrag_lite.pipeline import ModelAccess
+collections = []
+gc.callbacks.append(lambda phase, info: collections.append(info["generation"]) if phase == "start" else None)
+access = ModelAccess(GraphRagConfig(models={"default_chat_model": ModelConfig(model="fake/default")}),
+                     use_cache=False, spare_collector=True)
+collections.clear()  # from here
+access.gateway()
+made = len(collections)
+gc.collect(0)  # LiteLLM's objects are frozen: the next pass has nothing of theirs to walk
+print(made, "litellm" in sys.modules, gc.get_freeze_count() > 100_000)
+"""
+
+
+def test_a_run_makes_its_gateway_and_freezes_litellm_before_any_collection_walks_it():
+    """In a fresh process (LiteLLM not imported yet): making the run's gateway imports LiteLLM and freezes its
+    objects with no collection in between (one would walk them all: full passes during the import, or a
+    young one over all of them right after it)."""
+    done = subprocess.run([sys.executable, "-c", GATEWAY_PROBE], capture_output=True, text=True, timeout=120)
+    assert done.returncode == 0, done.stderr
+    assert done.stdout.split() == ["0", "True", "True"]
