@@ -119,6 +119,7 @@ def early(ctx: StageContext) -> Coroutine[Any, Any, dict[str, list[float]]] | No
 
 
 async def vectors_by_text(ctx: StageContext, texts: list[str]) -> dict[str, list[float]]:
+    """The early work's result: taken by text at the stage's turn, whatever else it then sends."""
     return dict(zip(texts, await embedded(ctx, texts, None), strict=True))
 
 
