@@ -708,11 +708,11 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
                 _stop_if_mostly_failed(stage.name, result, config)
     except KeyboardInterrupt:
         status = "interrupted"
+        _record_stop(stats, pipeline, models, console, status)
         raise
     except BudgetExceeded as err:
         status = "budget reached"
-        stopped = next(s.name for s in pipeline.stages if s.name not in stats["stages"])
-        stats["stages"][stopped] = {"status": "stopped by budget", "llm": models.totals(stopped)}
+        stopped = _record_stop(stats, pipeline, models, console, "stopped by budget")
         stats["error"] = (f"{err} during stage {stopped}; the stages before it are complete and its finished model "
                           "calls are cached: run the same command to continue (each run may spend the budget again; "
                           "budget.scope: index counts earlier runs too)")
@@ -722,12 +722,25 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
         raise
     except Exception as err:
         status, stats["error"] = "failed", f"{type(err).__name__}: {err}"
+        _record_stop(stats, pipeline, models, console, status)
         raise
     finally:
         incomplete = _finish(stats, (status, resumed), models, store, run_started)
     problems = sum(len(s.get("problems", [])) for s in stats["stages"].values())
     return RunSummary(status=stats["status"], stages=stats["stages"], output_dir=store.base_dir, problems=problems,
                       llm=stats["llm"], incomplete=incomplete)
+
+
+def _record_stop(stats: dict[str, Any], pipeline: Pipeline, models: ModelAccess, console: Console,
+                 status: str) -> str:
+    """Record the stage the run stopped in (the first one not recorded) with the model calls it made before
+    it stopped, and show them: stats.json's stages add up to its totals, and a stopped run says what it spent.
+    Returns the stage's name ("" when the run stopped after its last stage)."""
+    stopped = next((s.name for s in pipeline.stages if s.name not in stats["stages"]), "")
+    if stopped and (llm := models.totals(stopped)) is not None:
+        stats["stages"][stopped] = {"status": status, "llm": llm}
+        console.print(f"[yellow]![/yellow] {stopped} ({status}): {describe_llm_totals(llm)}", highlight=False)
+    return stopped
 
 
 def _reused(name: str, previous: dict[str, Any], console: Console) -> dict[str, Any]:

@@ -5,6 +5,8 @@ replies scripted by stage through the fake provider, or the provider's faults in
 from __future__ import annotations
 
 import asyncio
+import contextlib
+import dataclasses
 import json
 import subprocess
 import sys
@@ -287,13 +289,55 @@ def test_a_run_stopped_by_sigterm_ends_as_interrupted_and_the_next_run_resumes(t
         while not (log.is_file() and "extract_graph: started" in log.read_text(encoding="utf-8")):
             assert run.poll() is None and time.monotonic() < deadline, (tmp_path / "run.txt").read_text()
             time.sleep(0.05)
-        time.sleep(3)  # LiteLLM imported, the extraction calls (0.5 s each) in flight
+        while chat_answers(root) == 0:  # some extraction calls (0.5 s each) answered, others in flight
+            assert run.poll() is None and time.monotonic() < deadline, (tmp_path / "run.txt").read_text()
+            time.sleep(0.05)
         run.send_signal(signal.SIGTERM)
         assert run.wait(timeout=60) == 130
-    assert "interrupted" in (tmp_path / "run.txt").read_text(encoding="utf-8")
-    assert "Traceback" not in (tmp_path / "run.txt").read_text(encoding="utf-8")
-    assert json.loads((root / "output" / "stats.json").read_text(encoding="utf-8"))["status"] == "interrupted"
+    printed = (tmp_path / "run.txt").read_text(encoding="utf-8")
+    assert "interrupted" in printed and "Traceback" not in printed
+    stopped = json.loads((root / "output" / "stats.json").read_text(encoding="utf-8"))
+    assert stopped["status"] == "interrupted"
+    # the stage it stopped in is listed with the calls it made: the stages add up to the run's totals
+    extraction = stopped["stages"]["extract_graph"]
+    assert extraction["status"] == "interrupted" and extraction["llm"]["calls"] >= 1
+    assert sum(s.get("llm", {}).get("calls", 0) for s in stopped["stages"].values()) == stopped["llm"]["calls"]
+    assert f"extract_graph (interrupted): LLM: {extraction['llm']['calls']} call" in printed
     assert index(root).exit_code == 0
+
+
+
+def test_a_stage_that_fails_after_model_calls_is_listed_with_what_they_cost(tmp_path, monkeypatch):
+    from graphrag_lite.stages import STAGES
+
+    root = make_project(tmp_path, [DULCE])
+    reports = STAGES["community_reports"]
+
+    def failing(context):  # e.g. the disk fills up once the reports are written
+        reports.run(context)
+        raise OSError(28, "No space left on device")
+
+    monkeypatch.setitem(STAGES, "community_reports", dataclasses.replace(reports, run=failing))
+    result = index(root)
+    assert result.exit_code == 1 and "No space left on device" in result.output
+    run = stats(root)
+    failed = run["stages"]["community_reports"]
+    assert run["status"] == failed["status"] == "failed" and failed["llm"]["calls"] >= 1
+    assert sum(s.get("llm", {}).get("calls", 0) for s in run["stages"].values()) == run["llm"]["calls"]
+    assert "community_reports (failed): LLM:" in result.output
+
+def chat_answers(root: Path) -> int:
+    """The chat answers in the project's answer cache so far (0 before it exists)."""
+    import sqlite3
+
+    path = next(root.rglob("llm_cache.sqlite"), None)
+    if path is None:
+        return 0
+    with contextlib.closing(sqlite3.connect(path, timeout=5)) as db:
+        try:
+            return int(db.execute("SELECT COUNT(*) FROM answers WHERE kind = 'chat'").fetchone()[0])
+        except sqlite3.OperationalError:  # the table is not made yet
+            return 0
 
 
 # 8 -------------------------------------------------------------------------------------------------------------
