@@ -528,8 +528,8 @@ def print_estimates(estimates: dict[str, Any], batch: bool = False) -> None:
         console.print("'+ ≤N' calls: gleanings (from the second on, each after a yes/no check), made only while "
                       "the model keeps finding more; '+ ~N' prompt tokens: theirs, estimated (a gleaning resends the "
                       "names found, or with gleaning: history the model's answers). First calls and their prompt "
-                      "tokens are counted; completion tokens are a guess (a reply half as long as the text it reads: "
-                      "models write more or less; budget.max_cost_usd caps what a run spends).", highlight=False)
+                      "tokens are counted; completion tokens are a guess from the length of the text each call reads "
+                      "(models write more or less; budget.max_cost_usd caps what a run spends).", highlight=False)
     if unchanged:
         console.print(f"Unchanged since the last run, so skipped with no call: {', '.join(unchanged)}")
     if unknown:
