@@ -34,7 +34,7 @@ import pandas as pd
 from resolution_corpus import TYPES, Corpus, generate
 
 from graphrag_lite.graph.merge import MergeResult, merge_graph
-from graphrag_lite.graph.resolution import normalize_name
+from graphrag_lite.names import normalize_name
 from graphrag_lite.stages.cluster_graph import finalize_graph
 
 

@@ -44,7 +44,8 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from graphrag_lite.graph.resolution import edit_distance, normalize_name
+from graphrag_lite.graph.resolution import edit_distance
+from graphrag_lite.names import normalize_name
 
 TYPES = ("PERSON", "ORGANIZATION", "GEO", "EVENT")
 PER_GROUP = {"PERSON": 6, "ORGANIZATION": 4, "GEO": 3, "EVENT": 3}

@@ -30,7 +30,7 @@ from shared_data import shared_path
 
 from graphrag_lite.graph.merge import merge_graph
 from graphrag_lite.graph.overrides import NORMALIZED
-from graphrag_lite.graph.resolution import normalize_name
+from graphrag_lite.names import normalize_name
 
 
 def dulce_tables() -> tuple[pd.DataFrame, pd.DataFrame]:

@@ -3,12 +3,12 @@
 import logging
 
 from graphrag_lite._offline import configure_offline_environment
+from graphrag_lite.version import __version__
 
 configure_offline_environment()
 # a library's log goes where the application sends it (an index run: OUTPUT/logs/index.log), never to stderr
 logging.getLogger("graphrag_lite").addHandler(logging.NullHandler())
 
-__version__ = "0.1.0"
 __all__ = ["GraphRAG", "SearchResult", "__version__", "build_index", "run_experiment"]
 
 

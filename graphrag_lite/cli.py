@@ -154,7 +154,8 @@ def build_index(out: Console, root: Path, config: Path | None, set_: list[str], 
 def batch_progress(out: Console, cfg: Any) -> Iterator[None]:
     """With --batch, the batches' lines (sent, a poll's progress, done) on the terminal as they come, and the
     batches left running when the run is stopped; without it, a note on batches an earlier run left."""
-    from graphrag_lite.llm.batch import LOG, counted, pending
+    from graphrag_lite.llm.batch import LOG, pending
+    from graphrag_lite.words import counted
 
     if not cfg.batch.enabled:
         if left := pending(cfg.output.base_dir):
@@ -196,9 +197,10 @@ def print_batch_end(out: Console, summary: Any, since: float) -> None:
     """What the run that started at `since` sent by batch and online (a --batch run), on the terminal and in
     stats.json; after a run that finished, with --batch or not, no call waits for the batches kept any more:
     they are forgotten, and named so they can be cancelled at the provider."""
-    from graphrag_lite.llm.batch import BATCH_FILE, BatchStore, counted, describe_run
+    from graphrag_lite.llm.batch import BATCH_FILE, BatchStore, describe_run
     from graphrag_lite.pipeline import STATS_FILE
     from graphrag_lite.storage import read_json, write_json
+    from graphrag_lite.words import counted
 
     store = BatchStore(summary.output_dir / BATCH_FILE)
     if counts := store.last_run(since):
@@ -335,7 +337,7 @@ def aliases(
     """Review entity resolution: the merges it made, with their reasons and counts, or the names it left apart."""
     from graphrag_lite.config import load_config
     from graphrag_lite.graph.overrides import NORMALIZED, write_alias_overrides
-    from graphrag_lite.graph.resolution import normalize_name
+    from graphrag_lite.names import normalize_name
     from graphrag_lite.storage import OutputStore
 
     cfg = load_config(root, config, set_ or [])

@@ -13,6 +13,7 @@ from __future__ import annotations
 from typing import Any
 
 from graphrag_lite.errors import ConfigError
+from graphrag_lite.tables import VECTOR_TABLES
 
 # sections whose model key is `model_id` here (GraphRAG 3.x: completion_model_id / embedding_model_id)
 STAGE_SECTIONS = ("extract_graph", "summarize_descriptions", "extract_claims", "community_reports",
@@ -162,7 +163,6 @@ def _unless_empty(data: dict[str, Any], section: str) -> None:
 def _embedded_names(data: dict[str, Any], notes: list[str]) -> None:
     """embed_text.names: the tables made here get vectors as listed (the same names; GraphRAG 1.x wrote them
     with a dot, entity.description); the others are noted, with what that means."""
-    from graphrag_lite.config import VECTOR_TABLES
 
     section = data.get("embed_text")
     if not isinstance(section, dict) or not isinstance(section.get("names"), list):

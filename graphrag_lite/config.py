@@ -16,7 +16,7 @@ import re
 import types
 import typing
 from pathlib import Path
-from typing import Any, Literal, get_args
+from typing import Any, Literal
 
 import yaml
 from dotenv import dotenv_values
@@ -34,7 +34,8 @@ from pydantic import (
 from graphrag_lite.compat import is_graphrag_settings
 from graphrag_lite.compat import translate as translate_graphrag_settings
 from graphrag_lite.errors import ConfigError
-from graphrag_lite.graph.resolution import normalize_name
+from graphrag_lite.names import normalize_name
+from graphrag_lite.tables import VectorTable
 from graphrag_lite.tokens import DEFAULT_ENCODING, known_encodings
 
 CONFIG_FILENAMES = ("settings.yaml", "settings.yml")
@@ -315,8 +316,6 @@ class CommunityReportsConfig(Section):
 
 
 # the LanceDB tables of an index (Microsoft GraphRAG's names), in the order embed_text writes them
-VectorTable = Literal["entity_description", "text_unit_text", "community_full_content"]
-VECTOR_TABLES: tuple[str, ...] = get_args(VectorTable)
 
 
 class EmbedTextConfig(Section):

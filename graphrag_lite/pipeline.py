@@ -42,7 +42,6 @@ from rich.progress import (
 )
 from rich.text import Text
 
-from graphrag_lite import __version__
 from graphrag_lite.config import GraphRagConfig, Overrides, OverrideSources
 from graphrag_lite.errors import ConfigError, IndexIncomplete, PipelineError, PipelineFileError, UnknownStage
 from graphrag_lite.ids import json_digest
@@ -52,6 +51,7 @@ from graphrag_lite.resources import data_dir
 from graphrag_lite.storage import OutputLock, OutputStore, link_or_copy, read_json, write_json
 from graphrag_lite.tables import conform
 from graphrag_lite.tokens import count_with
+from graphrag_lite.version import __version__
 
 if TYPE_CHECKING:
     from graphrag_lite.estimate import CallEstimate
@@ -869,7 +869,7 @@ class _SpendColumn(ProgressColumn):
 def _spend(totals: dict[str, Any] | None) -> str:
     if not totals:
         return ""
-    from graphrag_lite.llm.batch import counted  # a model ran: its modules are loaded
+    from graphrag_lite.words import counted
 
     tokens = totals["prompt_tokens"] + totals["completion_tokens"]
     return f"{counted(totals['calls'], 'call')}, {tokens:,} tokens, ${totals['cost_usd']:.4f}"
@@ -974,7 +974,7 @@ def _print_stage(console: Console, name: str, stage_stats: dict[str, Any]) -> No
 
 
 def describe_llm_totals(totals: dict[str, Any]) -> str:
-    from graphrag_lite.llm.batch import counted  # a model ran: its modules are loaded
+    from graphrag_lite.words import counted
 
     unpriced = totals["unpriced_calls"]
     cost = f"${totals['cost_usd']:.4f}" + (f" (+{unpriced} calls not in the price map)" if unpriced else "")

@@ -22,6 +22,7 @@ from pathlib import Path
 
 import pandas as pd
 
+from graphrag_lite.answer_parsing import ParseError, strip_reasoning
 from graphrag_lite.config import GraphRagConfig
 from graphrag_lite.errors import ConfigError, GraphragLiteError
 from graphrag_lite.extraction.tuples import (
@@ -32,7 +33,6 @@ from graphrag_lite.extraction.tuples import (
     parse_graph_reply,
 )
 from graphrag_lite.llm.gateway import Gateway, LLMCallError
-from graphrag_lite.llm.structured import ParseError, strip_reasoning
 from graphrag_lite.prompts import fill, load_prompt, prompt_file
 from graphrag_lite.resources import data_dir
 from graphrag_lite.tokens import count_tokens, count_with

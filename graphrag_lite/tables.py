@@ -9,21 +9,26 @@ import types
 import typing
 from collections.abc import Sequence
 from datetime import UTC, date, datetime
-from typing import Any, TypedDict, TypeVar
+from typing import Any, Literal, TypedDict, TypeVar
 
 import numpy as np
 import pandas as pd
 from pydantic import BaseModel, Field, field_validator
 
+from graphrag_lite.answer_parsing import number_from_text
 from graphrag_lite.ids import stable_id
-from graphrag_lite.llm.structured import number_from_text
 
 # The tables an index is read from, with Microsoft GraphRAG's names and columns (the last two of
 # community_reports are ours: whether the report was written, and what it was written from): one typed row
 # per table, which code that iterates over a table's rows reads (`typed_records`), and from which the
 # schema's kinds are derived (str, int, float, list: a list or array per row, any). A row type's field order
 # is its table's column order on disk, and stages that build rows as tuples follow it. Which stage writes
-# each table: the stage registry (`written_by`).
+# each table: the stage registry (stages.written_by).
+
+
+# The vector tables an index keeps in LanceDB (GraphRAG's names): the texts embed_text embeds.
+VectorTable = Literal["entity_description", "text_unit_text", "community_full_content"]
+VECTOR_TABLES: tuple[str, ...] = typing.get_args(VectorTable)
 
 
 class DocumentRow(TypedDict):
@@ -205,13 +210,6 @@ def placed_report(record: CommunityRow, fields: Sequence[Any], status: str, dige
     number = int(record["community"])
     return (stable_id("community_report", record["id"]), number, number, int(record["level"]), int(record["parent"]),
             [int(c) for c in record["children"]], *fields, int(record["size"]), status, digest)
-
-
-def written_by(table: str) -> str:
-    """The stage that writes an index table (the standard pipeline's, where two pipelines differ)."""
-    from graphrag_lite.stages import STAGES
-
-    return next(stage.name for stage in STAGES.values() if table in stage.writes)
 
 
 _DTYPES = {"str": "str", "int": "int64", "float": "float64", "list": "object", "any": "object"}

@@ -19,10 +19,11 @@ from typing import Any
 import pandas as pd
 import pyarrow as pa
 
-from graphrag_lite.config import VECTOR_TABLES, GraphRagConfig
+from graphrag_lite.config import GraphRagConfig
 from graphrag_lite.errors import GraphragLiteError
 from graphrag_lite.large_imports import import_large
 from graphrag_lite.storage import read_json
+from graphrag_lite.tables import VECTOR_TABLES
 
 MANIFEST = "embeddings_manifest.json"
 TABLES = VECTOR_TABLES

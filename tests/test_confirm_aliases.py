@@ -8,8 +8,8 @@ import pandas as pd
 import pytest
 import yaml
 
+from graphrag_lite.answer_parsing import ParseError
 from graphrag_lite.graph.confirm import Question, choice_parser
-from graphrag_lite.llm.structured import ParseError
 from tests.conftest import check_index, write_settings
 
 QUESTION = Question("NORTHWIND", "ORGANIZATION", "Shipped timber from Oslo.",

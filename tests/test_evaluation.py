@@ -8,6 +8,7 @@ import json
 import pandas as pd
 import pytest
 
+from graphrag_lite.answer_parsing import ParseError
 from graphrag_lite.evaluation.evaluate import QuestionResult, summary_table
 from graphrag_lite.evaluation.judge import judge_parser
 from graphrag_lite.evaluation.questions import QuestionFileError, load_questions
@@ -19,7 +20,6 @@ from graphrag_lite.evaluation.scoring import (
     score_retrieval,
     token_f1,
 )
-from graphrag_lite.llm.structured import ParseError
 from tests.conftest import DATA, make_project
 
 

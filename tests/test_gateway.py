@@ -10,12 +10,12 @@ from pathlib import Path
 import pytest
 from pydantic import BaseModel
 
+from graphrag_lite.answer_parsing import ParseError, json_parser
 from graphrag_lite.config import BudgetConfig, CacheConfig, GraphRagConfig, ModelConfig
 from graphrag_lite.llm.fake import STATS
 from graphrag_lite.llm.fake import embed_text as fake_vector
 from graphrag_lite.llm.gateway import Gateway, LLMCallError, LLMConfigurationError
 from graphrag_lite.llm.ledger import BudgetExceeded
-from graphrag_lite.llm.structured import ParseError, json_parser
 
 
 class Report(BaseModel):

@@ -529,8 +529,8 @@ def test_the_check_for_more_records_reads_how_models_answer_it(reply, more):
 @pytest.mark.parametrize("reply", ["", "I believe all entities were extracted.", "Nothing to add here, maybe yes",
                                    "Yesterday's meeting was mentioned.", "I can't answer yes or no for sure."])
 def test_a_check_answer_with_no_y_or_n_is_asked_again_not_guessed(reply):
+    from graphrag_lite.answer_parsing import ParseError
     from graphrag_lite.extraction.gleaning import yes_or_no
-    from graphrag_lite.llm.structured import ParseError
 
     with pytest.raises(ParseError, match="single letter"):
         yes_or_no(reply)

@@ -8,7 +8,7 @@ from pathlib import Path
 import pytest
 import yaml
 
-from graphrag_lite.llm.structured import ParseError
+from graphrag_lite.answer_parsing import ParseError
 from graphrag_lite.prompt_tune import domain_parser, entity_types_parser, example_parser, set_setting
 from tests.conftest import SAMPLE, make_project
 

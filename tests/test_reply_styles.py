@@ -18,6 +18,7 @@ import pandas as pd
 import pytest
 import yaml
 
+from graphrag_lite.answer_parsing import json_parser
 from graphrag_lite.config import CacheConfig, GraphRagConfig, ModelConfig
 from graphrag_lite.extraction.gleaning import (
     CONTINUE_CLAIMS,
@@ -30,7 +31,6 @@ from graphrag_lite.extraction.gleaning import (
 from graphrag_lite.extraction.tuples import parse_claims_reply, parse_graph_json, parse_graph_reply
 from graphrag_lite.llm.fake import scripted
 from graphrag_lite.llm.gateway import Gateway, LLMCallError
-from graphrag_lite.llm.structured import json_parser
 from graphrag_lite.query.global_search import MapAnswer, parse_rating
 from graphrag_lite.stages.summarize_descriptions import summary_parser
 from graphrag_lite.tables import Report

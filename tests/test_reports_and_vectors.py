@@ -9,11 +9,11 @@ import pandas as pd
 import pytest
 from typer.testing import CliRunner
 
+from graphrag_lite.answer_parsing import ParseError, json_parser
 from graphrag_lite.cli import app
 from graphrag_lite.config import load_config
 from graphrag_lite.graph import report_context
 from graphrag_lite.graph.report_context import ChildReport, ContextBuilder
-from graphrag_lite.llm.structured import ParseError, json_parser
 from graphrag_lite.tables import Report
 from graphrag_lite.tokens import count_tokens
 from graphrag_lite.vector_store import IndexMismatchError, check_embedding_model, connect

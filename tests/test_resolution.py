@@ -1,7 +1,7 @@
 import pandas as pd
 
 from graphrag_lite.graph.merge import merge_graph
-from graphrag_lite.graph.resolution import normalize_name
+from graphrag_lite.names import normalize_name
 
 
 def entities(*rows):

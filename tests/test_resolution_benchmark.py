@@ -14,7 +14,7 @@ import igraph as ig
 import pytest
 
 from graphrag_lite.graph.merge import merge_graph
-from graphrag_lite.graph.resolution import normalize_name
+from graphrag_lite.names import normalize_name
 
 sys.path.insert(0, str(Path(__file__).resolve().parent.parent / "bench"))
 corpus_module = importlib.import_module("resolution_corpus")

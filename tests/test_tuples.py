@@ -88,8 +88,8 @@ def test_claim_gleanings_concatenated_keep_both():
 def test_json_extraction_format_gives_the_same_records_and_counts_drops():
     import pytest
 
+    from graphrag_lite.answer_parsing import ParseError
     from graphrag_lite.extraction.tuples import parse_graph_json
-    from graphrag_lite.llm.structured import ParseError
 
     reply = ('```json\n{"entities": [{"name": "alice", "type": "person", "description": "An engineer"}, '
              '{"name": " ", "type": "person"}], "relationships": [{"source": "Alice", "target": "Acme", '

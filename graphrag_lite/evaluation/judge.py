@@ -13,9 +13,9 @@ from dataclasses import dataclass
 from pathlib import Path
 from typing import Any
 
+from graphrag_lite.answer_parsing import ParseError, parse_json_object
 from graphrag_lite.llm.gateway import Gateway
 from graphrag_lite.llm.ledger import summarize
-from graphrag_lite.llm.structured import ParseError, parse_json_object
 from graphrag_lite.prompts import fill, load_prompt
 
 CRITERIA = {

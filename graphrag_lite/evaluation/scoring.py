@@ -21,9 +21,9 @@ from typing import Any
 import pandas as pd
 
 from graphrag_lite.evaluation.questions import Question
-from graphrag_lite.llm.fake import STOPWORDS
 from graphrag_lite.nlp.extractor import sentences
 from graphrag_lite.tables import unit_documents
+from graphrag_lite.words import STOPWORDS
 
 
 def content_words(text: str) -> frozenset[str]:

@@ -18,7 +18,6 @@ from pathlib import Path
 
 from rich.console import Console
 
-from graphrag_lite import __version__
 from graphrag_lite.config import CONFIG_FILENAMES, GraphRagConfig
 from graphrag_lite.errors import ConfigError, PipelineFileError
 from graphrag_lite.evaluation.evaluate import QuestionResult, evaluate_index, methods_to_run
@@ -28,6 +27,7 @@ from graphrag_lite.ids import json_digest
 from graphrag_lite.llm.ledger import BudgetExceeded
 from graphrag_lite.pipeline import QUERY_SECTIONS, STATE_FILE, Pipeline, configure, reusable_prefix, run_pipeline
 from graphrag_lite.storage import OutputStore, link_or_copy, read_json, write_json
+from graphrag_lite.version import __version__
 
 
 @dataclass

@@ -20,7 +20,7 @@ import re
 from collections.abc import Iterator
 from dataclasses import dataclass, field
 
-from graphrag_lite.llm.structured import ParseError, parse_json_value, strip_reasoning
+from graphrag_lite.answer_parsing import ParseError, parse_json_value, strip_reasoning
 
 TUPLE_DELIMITER = "<|>"
 RECORD_DELIMITER = "##"

@@ -17,9 +17,9 @@ from dataclasses import dataclass
 
 import pandas as pd
 
+from graphrag_lite.answer_parsing import ParseError, strip_reasoning
 from graphrag_lite.llm.gateway import Gateway
 from graphrag_lite.llm.per_item import for_each
-from graphrag_lite.llm.structured import ParseError, strip_reasoning
 from graphrag_lite.prompts import fill
 from graphrag_lite.tokens import count_tokens
 

@@ -15,14 +15,8 @@ from dataclasses import dataclass, field
 import pandas as pd
 
 from graphrag_lite.graph.overrides import NORMALIZED, AliasOverrides
-from graphrag_lite.graph.resolution import (
-    Candidate,
-    Resolution,
-    find_aliases,
-    honorific_gender,
-    majority,
-    normalize_name,
-)
+from graphrag_lite.graph.resolution import Candidate, Resolution, find_aliases, majority
+from graphrag_lite.names import honorific_gender, normalize_name
 
 ENTITY_COLUMNS = ["title", "type", "other_types", "descriptions", "text_unit_ids", "frequency"]
 RELATIONSHIP_COLUMNS = ["source", "target", "descriptions", "weight", "text_unit_ids"]

@@ -21,7 +21,7 @@ from pathlib import Path
 import pandas as pd
 
 from graphrag_lite.errors import ConfigError
-from graphrag_lite.graph.resolution import literal_name, normalize_name
+from graphrag_lite.names import literal_name, normalize_name
 
 ACTIONS = ("merge", "never")
 NORMALIZED = "same name after normalization"  # the reason merge.py gives names that normalize alike

@@ -29,15 +29,12 @@ comes back with its reason, for the `entity_aliases` table.
 from __future__ import annotations
 
 import re
-import unicodedata
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
-from typing import TYPE_CHECKING
 
-if TYPE_CHECKING:
-    from graphrag_lite.graph.overrides import AliasOverrides
+from graphrag_lite.graph.overrides import AliasOverrides
+from graphrag_lite.names import FEMALE_HONORIFICS, HONORIFICS
 
-ARTICLES = frozenset({"THE", "A", "AN"})
 # role titles a person is called by ("Senator Velling"); kept in names, set aside when matching persons
 ROLES = frozenset({"SENATOR", "MAYOR", "JUDGE", "JUSTICE", "MINISTER", "INSPECTOR", "COMMISSIONER", "PRESIDENT",
                    "GOVERNOR", "CHANCELLOR", "DETECTIVE", "OFFICER", "SECRETARY", "CHAIRMAN", "CHAIRWOMAN",
@@ -46,11 +43,6 @@ ROLES = frozenset({"SENATOR", "MAYOR", "JUDGE", "JUSTICE", "MINISTER", "INSPECTO
                    "GEN"})  # a rank that also begins names of other things: General Motors, General Assembly
 TITLES = frozenset({"KING", "QUEEN", "PRINCE", "PRINCESS", "DUKE", "DUCHESS", "EARL", "COUNT", "COUNTESS",
                     "EMPEROR", "EMPRESS", "POPE", "BISHOP", "PRESIDENT", "GOVERNOR", "MAYOR"})
-HONORIFICS = frozenset({"MR", "MRS", "MS", "MISS", "DR", "SIR", "DAME", "LADY", "LORD", "PROF", "PROFESSOR",
-                        "CAPT", "CAPTAIN", "COL", "COLONEL", "REV", "REVEREND", "MADAM",
-                        "MADAME", "MONSIEUR", "HERR", "FRAU", "AGENT", "SERGEANT", "SGT", "LIEUTENANT", "LT"})
-FEMALE_HONORIFICS = frozenset({"MRS", "MS", "MISS", "LADY", "DAME", "MADAM", "MADAME", "FRAU"})
-MALE_HONORIFICS = frozenset({"MR", "SIR", "LORD", "MONSIEUR", "HERR"})
 COMPANY_SUFFIXES = frozenset({"CORP", "CORPORATION", "INC", "INCORPORATED", "CO", "COMPANY", "LTD", "LIMITED",
                               "LLC", "PLC", "GMBH", "AG", "SA", "LLP"})
 ROMAN = re.compile(r"[IVXLCDM]+")
@@ -106,32 +98,6 @@ GENERIC_WORDS: dict[str, frozenset[str]] = {
         "CONGRESS", "WAR", "BATTLE", "TREATY", "CRISIS", "SIEGE", "REVOLUTION", "ELECTION", "FAIR", "EXPO",
         "CHAMPIONSHIP", "CHAMPIONSHIPS", "CUP", "MEETING", "TALKS", "TRIAL", "FIRE", "PLAGUE"}),
 }
-
-
-def normalize_name(name: str) -> str:
-    """The grouping key of a name: upper case, punctuation as spaces, no possessive, no leading article or
-    honorific (unless that is the whole name). A woman's honorific stays: "Mrs. Bennet" is not "Mr. Bennet",
-    nor "Lady Batten" "Sir W. Batten"."""
-    words = literal_name(name).split()
-    while len(words) > 1 and (words[0] in ARTICLES or words[0] in HONORIFICS) and words[0] not in FEMALE_HONORIFICS:
-        words = words[1:]
-    return " ".join(words)
-
-
-def literal_name(name: str) -> str:
-    """A name as written, but for case, spacing, punctuation and a possessive: "Mr. Kessler's" is "MR KESSLER"."""
-    text = unicodedata.normalize("NFKC", name).upper().replace("\u2019", "'")
-    text = re.sub(r"'S\b", "", text)
-    return " ".join(re.sub(r"[^\w\s&-]", " ", text).split())
-
-
-def honorific_gender(name: str) -> str:
-    """"F" for "Mrs. Bennet", "M" for "Sir W. Batten", "" when the name does not say."""
-    words = re.sub(r"[^\w\s]", " ", name.upper()).split()
-    while words and words[0] in ARTICLES:
-        words = words[1:]
-    first = words[0] if len(words) > 1 else ""
-    return "F" if first in FEMALE_HONORIFICS else "M" if first in MALE_HONORIFICS else ""
 
 
 @dataclass(frozen=True)

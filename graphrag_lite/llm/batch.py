@@ -45,6 +45,7 @@ from graphrag_lite.llm.gateway import (
 from graphrag_lite.llm.ledger import Ledger
 from graphrag_lite.storage import read_json, write_json
 from graphrag_lite.tokens import count_tokens
+from graphrag_lite.words import counted
 
 T = TypeVar("T")
 LOG = logging.getLogger("graphrag_lite.batch")  # the run's log file; `index --batch` shows it on the terminal
@@ -622,11 +623,6 @@ def describe_run(counts: dict[str, dict[str, int]]) -> str:
             f"sent{reattached}) at the batch price; {counted(total['online'], 'chat call')} went online (failed in "
             "their batch, or a model without a batch API); corrective follow-ups after unusable answers and "
             "embeddings always go online")
-
-
-def counted(n: int, thing: str) -> str:
-    """`n` things, in the singular for one."""
-    return f"{n:,} {thing}" if n == 1 else f"{n:,} {thing}{'es' if thing.endswith('ch') else 's'}"
 
 
 def pending(output_dir: Path) -> list[dict[str, Any]]:

@@ -49,6 +49,7 @@ from graphrag_lite.context_tables import parse_rows
 from graphrag_lite.extraction.gleaning import FOUND_NAMES
 from graphrag_lite.llm.gateway import CALL_STEP
 from graphrag_lite.tokens import count_tokens, get_encoding
+from graphrag_lite.words import STOPWORDS
 
 TUPLE, RECORD, COMPLETE = "<|>", "##", "<|COMPLETE|>"
 # the longest extraction answer the fake writes for one text unit, in tokens: a real model's answer to a
@@ -57,11 +58,6 @@ TUPLE, RECORD, COMPLETE = "<|>", "##", "<|COMPLETE|>"
 LONGEST_ANSWER = 6000
 FAKE_INPUT_PRICE, FAKE_OUTPUT_PRICE = 0.15e-6, 0.60e-6  # USD per token
 PROVIDER_ENCODING = "o200k_base"  # the provider's own tokenizer, as OpenAI's counts: not the project's setting
-STOPWORDS = frozenset("""a an and the he she it they we i you his her its their our my your this that these those
-there here then when what which who whom why how if in on at to of for from by with as but or nor so yet not no
-yes all any each every some one two mr mrs ms dr sir lady lord after before while during since until upon into
-about above below up down out over under again once also only just very chapter is are was were be been has
-have had do does did main""".split())  # noqa: SIM905
 HONORIFICS = ("Mr", "Mrs", "Ms", "Dr", "Sir", "Lady", "Lord", "Captain", "Capt", "Colonel", "Agent", "Professor")
 ORG_SUFFIXES = ("Corp", "Corporation", "Inc", "Ltd", "Company", "University", "Agency", "Office", "Council",
                 "Committee", "Bank", "Institute", "Navy", "Army", "Society", "Group", "Foundation")

@@ -28,13 +28,13 @@ from pathlib import Path
 from typing import TYPE_CHECKING, Any, Generic, TypeVar
 from urllib.parse import urlparse
 
+from graphrag_lite.answer_parsing import ParseError
 from graphrag_lite.config import EmbedTextConfig, GraphRagConfig, ModelConfig
 from graphrag_lite.errors import GraphragLiteError
 from graphrag_lite.large_imports import import_large
 from graphrag_lite.llm.cache import AnswerCache, cache_key
 from graphrag_lite.llm.ledger import EARLY_WORK, BudgetExceeded, CallRecord, Ledger
 from graphrag_lite.llm.limits import ModelLimiter
-from graphrag_lite.llm.structured import ParseError
 from graphrag_lite.tokens import count_tokens, counting_encoding
 
 if TYPE_CHECKING:

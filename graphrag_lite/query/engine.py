@@ -20,12 +20,12 @@ from functools import cached_property
 from pathlib import Path
 from typing import Any
 
+from graphrag_lite.answer_parsing import ParseError, json_parser, strip_reasoning
 from graphrag_lite.config import BasicSearchConfig, GraphRagConfig, LocalSearchConfig, read_settings, resolve_config
 from graphrag_lite.context_tables import ContextTable, pack, render
 from graphrag_lite.errors import ConfigError, MissingIndex, index_command
 from graphrag_lite.llm.gateway import Gateway, LLMCallError
 from graphrag_lite.llm.per_item import for_each
-from graphrag_lite.llm.structured import ParseError, json_parser, strip_reasoning
 from graphrag_lite.nlp.extractor import sentences
 from graphrag_lite.prompts import fill, section_prompt
 from graphrag_lite.query.citations import resolve_citations

@@ -20,8 +20,8 @@ from typing import Any
 import pandas as pd
 from pydantic import BaseModel, Field, field_validator
 
+from graphrag_lite.answer_parsing import ParseError, json_parser, number_from_text, strip_reasoning
 from graphrag_lite.context_tables import ContextTable, pack
-from graphrag_lite.llm.structured import ParseError, json_parser, number_from_text, strip_reasoning
 from graphrag_lite.query.citations import cited_ids
 from graphrag_lite.query.index import IndexTables
 from graphrag_lite.query.retrieval import take_turns

@@ -13,8 +13,8 @@ import re
 from dataclasses import dataclass, field
 from typing import Any
 
+from graphrag_lite.answer_parsing import ParseError, strip_reasoning
 from graphrag_lite.context_tables import ContextTable, pack
-from graphrag_lite.llm.structured import ParseError, strip_reasoning
 from graphrag_lite.query.local import LEFT_OUT
 
 ENOUGH = "ENOUGH"

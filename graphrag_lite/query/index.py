@@ -3,18 +3,16 @@
 from __future__ import annotations
 
 from functools import cached_property
-from typing import TYPE_CHECKING
 
 import pandas as pd
 
 from graphrag_lite.config import GraphRagConfig
 from graphrag_lite.errors import MissingIndex, index_command
+from graphrag_lite.names import normalize_name
+from graphrag_lite.query.graph_walk import EntityUnitGraph
+from graphrag_lite.stages import written_by
 from graphrag_lite.storage import OutputStore
-from graphrag_lite.tables import INDEX_TABLES, community_memberships, conform, unit_documents, written_by
-
-if TYPE_CHECKING:
-    from graphrag_lite.query.graph_walk import EntityUnitGraph
-    from graphrag_lite.serve.browse import Lookups
+from graphrag_lite.tables import INDEX_TABLES, community_memberships, conform, unit_documents
 
 
 def _table(name: str) -> cached_property[pd.DataFrame]:
@@ -48,24 +46,13 @@ class IndexTables:
     @cached_property
     def normalized_titles(self) -> list[tuple[str, str]]:
         """(entity id, normalized title) of names longer than two characters, for matching names in questions."""
-        from graphrag_lite.graph.resolution import normalize_name
-
         return [(eid, normalize_name(title)) for eid, title in zip(self.entities["id"], self.entities["title"],
                                                                    strict=True) if len(title) > 2]
 
     @cached_property
     def entity_unit_graph(self) -> EntityUnitGraph:
         """Entities and text units as one graph, for ranking sources by a walk from the question's entities."""
-        from graphrag_lite.query.graph_walk import EntityUnitGraph
-
         return EntityUnitGraph(self.entities, self.relationships, self.text_units)
-
-    @cached_property
-    def browse(self) -> Lookups:
-        """The graph explorer's and the MCP server's look-ups (serve/browse.py), kept with the tables."""
-        from graphrag_lite.serve.browse import Lookups
-
-        return Lookups(self)
 
     @cached_property
     def title_of(self) -> dict[str, str]:

@@ -20,7 +20,7 @@ import pandas as pd
 
 from graphrag_lite.config import LocalSearchConfig
 from graphrag_lite.context_tables import ContextTable, pack, row_tokens
-from graphrag_lite.graph.resolution import normalize_name
+from graphrag_lite.names import normalize_name
 from graphrag_lite.query.index import IndexTables
 from graphrag_lite.query.retrieval import RRF_K, fuse_scores, take_turns
 from graphrag_lite.tables import CommunityReportRow, CovariateRow, EntityRow, records, typed_records

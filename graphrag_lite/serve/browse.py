@@ -3,7 +3,7 @@ name, an entity's detail, a community's detail and an entity's neighbourhood, as
 str, int, float, bool, None, list and dict: no numpy values, no NaN).
 
 What a repeated look-up needs (positions by id and title, the relationships of each entity, each entity's
-communities) is computed once per `IndexTables` and kept with it (`IndexTables.browse`), so a look-up on an
+communities) is computed once per `IndexTables` and kept while it lives (`lookups_of`), so a look-up on an
 index of 10,000 entities takes milliseconds.
 """
 
@@ -58,7 +58,10 @@ def find_entities(index: IndexTables, q: str, limit: int = 20) -> list[dict[str,
     start with it, then titles that contain it, then titles holding every word of it, then titles sharing
     a whole word with it; ties go to the higher degree. An empty `q` gives the highest-degree entities."""
     _check_positive("limit", limit)
-    lookups = index.browse
+    return _matching(lookups_of(index), q, limit)
+
+
+def _matching(lookups: Lookups, q: str, limit: int) -> list[dict[str, Any]]:
     query = _fold(q)
     if not query:
         return [lookups.summary(p) for p in lookups.by_degree[:limit]]
@@ -81,7 +84,7 @@ def find_entities(index: IndexTables, q: str, limit: int = 20) -> list[dict[str,
 def entity_detail(index: IndexTables, key: str) -> dict[str, Any]:
     """The entity's fields, its deepest community, and its relationships (strongest first), the claims
     about it, the communities it is in (one per level) and the text units it was extracted from."""
-    lookups = index.browse
+    lookups = lookups_of(index)
     position = _position(lookups, key)
     entity = {str(k): plain_json(v) for k, v in index.entities.iloc[position].items()}
     entity_id = lookups.ids[position]
@@ -95,7 +98,7 @@ def entity_detail(index: IndexTables, key: str) -> dict[str, Any]:
 def community_detail(index: IndexTables, community: int) -> dict[str, Any]:
     """A community: its place in the hierarchy, its report (None when it has none) and its members,
     highest degree first."""
-    lookups = index.browse
+    lookups = lookups_of(index)
     position = lookups.community_position.get(int(community))
     if position is None:
         numbers = sorted(lookups.community_position)
@@ -119,7 +122,7 @@ def neighbourhood(index: IndexTables, key: str, hops: int = 1, limit: int = 150)
     if not 1 <= hops <= MAX_HOPS:
         raise ValueError(f"hops must be between 1 and {MAX_HOPS}, got {hops}")
     _check_positive("limit", limit)
-    lookups = index.browse
+    lookups = lookups_of(index)
     center = lookups.ids[_position(lookups, key)]
     kept: list[tuple[str, int]] = []  # (entity id, hop), nearest first
     for hop, layer in enumerate(_layers(lookups, center, hops, limit)):
@@ -141,7 +144,7 @@ def neighbourhood(index: IndexTables, key: str, hops: int = 1, limit: int = 150)
 def warm(index: IndexTables) -> None:
     """Load the tables and build every look-up now, so a server's first request is as quick as the rest
     (MissingIndex, with the command that builds it, when a table is missing)."""
-    lookups = index.browse
+    lookups = lookups_of(index)
     for name, part in vars(Lookups).items():
         if isinstance(part, cached_property):
             getattr(lookups, name)
@@ -152,11 +155,19 @@ def warm(index: IndexTables) -> None:
 # ------------------------------------------------------------------ precomputed look-ups
 
 
+def lookups_of(index: IndexTables) -> Lookups:
+    """The look-ups of `index`, built on first use and kept as long as the index lives."""
+    found = _LOOKUPS.get(index)
+    if found is None:
+        found = _LOOKUPS[index] = Lookups(index)
+    return found
+
+
 class Lookups:
     """Indexes over one `IndexTables`, each built on first use (so a look-up needs only its own tables)."""
 
     def __init__(self, index: IndexTables) -> None:
-        # the tables own their look-ups (IndexTables.browse), not the other way round: with no cycle, a reloaded
+        # the look-ups do not keep the tables alive (a weak proxy, and a weak key in _LOOKUPS): a reloaded
         # server's old index and its DataFrames are freed as soon as the last request lets go of them
         self.index = weakref.proxy(index)
 
@@ -295,6 +306,8 @@ class Lookups:
 # ------------------------------------------------------------------ helpers
 
 
+_LOOKUPS: weakref.WeakKeyDictionary[IndexTables, Lookups] = weakref.WeakKeyDictionary()
+
 def _position(lookups: Lookups, key: str) -> int:
     text = str(key).strip()
     for table in (lookups.entity_position, lookups.short_id_position):
@@ -303,7 +316,7 @@ def _position(lookups: Lookups, key: str) -> int:
     position = lookups.title_position.get(_fold(text))
     if position is not None:
         return position
-    close = [found["title"] for found in find_entities(lookups.index, text, 5)] if text else []
+    close = [found["title"] for found in _matching(lookups, text, 5)] if text else []
     raise NotFound(f"no entity {text!r} (looked up as an entity id, a human_readable_id and an exact title)",
                    close, f"GET /entities?q={quote(text)}")
 

@@ -20,12 +20,12 @@ from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
 from pydantic import Field, StringConstraints
 
-from graphrag_lite import __version__
 from graphrag_lite.errors import GraphragLiteError, MissingIndex
 from graphrag_lite.query.citations import KINDS
 from graphrag_lite.query.engine import DEFAULT_RESPONSE_TYPE, GraphRAG, SearchResult
 from graphrag_lite.serve import browse
 from graphrag_lite.serve.holder import IndexHolder
+from graphrag_lite.version import __version__
 
 logger = logging.getLogger(__name__)
 P = ParamSpec("P")

@@ -59,3 +59,8 @@ STAGES: dict[str, Stage] = {stage.name: stage for stage in (
     community_reports_extractive.STAGE,
     embed_text.STAGE,
 )}
+
+
+def written_by(table: str) -> str:
+    """The stage that writes an index table (the standard pipeline's, where two pipelines differ)."""
+    return next(stage.name for stage in STAGES.values() if table in stage.writes)

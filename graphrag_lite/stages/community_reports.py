@@ -16,11 +16,11 @@ from typing import Any
 
 import pandas as pd
 
+from graphrag_lite.answer_parsing import json_parser
 from graphrag_lite.graph.report_context import ChildReport, Context, ContextBuilder
 from graphrag_lite.llm.gateway import Gateway, gather_all
 from graphrag_lite.llm.limits import PRIORITY
 from graphrag_lite.llm.per_item import attempt
-from graphrag_lite.llm.structured import json_parser
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 from graphrag_lite.prompts import fill, section_prompt
 from graphrag_lite.tables import COLUMN, REPORT_COLUMNS, CommunityRow, Report, placed_report, report_row, typed_records

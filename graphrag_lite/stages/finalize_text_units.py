@@ -7,8 +7,8 @@ from collections import defaultdict
 
 import pandas as pd
 
-from graphrag_lite.graph.resolution import normalize_name
 from graphrag_lite.ids import kept_numbers, stable_id
+from graphrag_lite.names import normalize_name
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 from graphrag_lite.tables import INDEX_TABLES
 

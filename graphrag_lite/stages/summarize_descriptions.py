@@ -14,12 +14,12 @@ import re
 from collections import Counter
 from collections.abc import Callable
 
+from graphrag_lite.answer_parsing import ParseError, strip_reasoning
 from graphrag_lite.config import SummarizeDescriptionsConfig
 from graphrag_lite.extraction.tuples import without_markers
 from graphrag_lite.llm.gateway import Gateway, gather_all
 from graphrag_lite.llm.limits import PRIORITY
 from graphrag_lite.llm.per_item import for_each
-from graphrag_lite.llm.structured import ParseError, strip_reasoning
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
 from graphrag_lite.prompts import fill, section_prompt
 from graphrag_lite.tokens import count_tokens
