@@ -201,7 +201,7 @@ def instrument(account: Account, submitted: Counter[str]) -> None:
     """Charge LiteLLM, the fake provider, the gateway and each stage to their accounts."""
     import graphrag_lite.llm.gateway as gateway
     import graphrag_lite.pipeline as pipeline
-    from graphrag_lite.llm.fake import FakeLLM
+    from graphrag_lite.fake.provider import FakeLLM
 
     for name in ("chat", "embed", "cached_answer"):
         setattr(gateway.Gateway, name, charged(account, CALL_PATH, getattr(gateway.Gateway, name)))

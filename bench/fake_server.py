@@ -19,7 +19,7 @@ import litellm
 from aiohttp import web
 
 import graphrag_lite  # noqa: F401  # the offline defaults (LiteLLM's local price map)
-from graphrag_lite.llm.fake import register_fake_provider
+from graphrag_lite.fake.provider import register as register_fake_provider
 
 
 def app(latency: float) -> web.Application:

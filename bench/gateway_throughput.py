@@ -16,13 +16,14 @@ import time
 from pathlib import Path
 
 from graphrag_lite.config import CacheConfig, GraphRagConfig, ModelConfig
-from graphrag_lite.llm.fake import STATS
+from graphrag_lite.fake.provider import STATS
 from graphrag_lite.llm.gateway import Gateway
 
 
 async def run_calls(gateway: Gateway, prompts: list[str]) -> float:
     started = time.perf_counter()
-    await asyncio.gather(*(gateway.chat("m", [{"role": "user", "content": p}], stage="bench") for p in prompts))
+    await asyncio.gather(*(gateway.chat("m", [{"role": "user", "content": p}], stage="bench", step="answer")
+                           for p in prompts))
     return time.perf_counter() - started
 
 

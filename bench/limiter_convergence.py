@@ -18,7 +18,7 @@ import time
 from pathlib import Path
 
 from graphrag_lite.config import CacheConfig, GraphRagConfig, ModelConfig
-from graphrag_lite.llm.fake import STATS
+from graphrag_lite.fake.provider import STATS
 from graphrag_lite.llm.gateway import Gateway
 
 
@@ -30,8 +30,8 @@ def run(model: str, concurrency: int, calls: int) -> tuple[float, int, int, int]
         gateway = Gateway(config, use_cache=False)
 
         async def go() -> int:
-            await asyncio.gather(*(gateway.chat("m", [{"role": "user", "content": f"question {i}"}], stage="b")
-                                   for i in range(calls)))
+            await asyncio.gather(*(gateway.chat("m", [{"role": "user", "content": f"question {i}"}], stage="b",
+                                                step="answer") for i in range(calls)))
             return gateway.limiter("m").concurrency.limit
 
         STATS.reset()

@@ -154,7 +154,8 @@ def build_index(out: Console, root: Path, config: Path | None, set_: list[str], 
 def batch_progress(out: Console, cfg: Any) -> Iterator[None]:
     """With --batch, the batches' lines (sent, a poll's progress, done) on the terminal as they come, and the
     batches left running when the run is stopped; without it, a note on batches an earlier run left."""
-    from graphrag_lite.llm.batch import LOG, pending
+    from graphrag_lite.llm.batch import LOG
+    from graphrag_lite.llm.batch_store import pending
     from graphrag_lite.words import counted
 
     if not cfg.batch.enabled:
@@ -197,7 +198,7 @@ def print_batch_end(out: Console, summary: Any, since: float) -> None:
     """What the run that started at `since` sent by batch and online (a --batch run), on the terminal and in
     stats.json; after a run that finished, with --batch or not, no call waits for the batches kept any more:
     they are forgotten, and named so they can be cancelled at the provider."""
-    from graphrag_lite.llm.batch import BATCH_FILE, BatchStore, describe_run
+    from graphrag_lite.llm.batch_store import BATCH_FILE, BatchStore, describe_run
     from graphrag_lite.pipeline import STATS_FILE
     from graphrag_lite.storage import read_json, write_json
     from graphrag_lite.words import counted
@@ -479,7 +480,7 @@ def next_query(cfg: GraphRagConfig, root: Path, config: Path | None) -> str:
     has no chat model, or one whose key is still a placeholder."""
     chat = cfg.local_search.chat_model_id
     model = cfg.models.get(chat) if chat else None
-    from graphrag_lite.llm.gateway import key_problem
+    from graphrag_lite.llm.providers import key_problem
 
     keyless = model is None or key_problem(model) is not None
     return (f"graphrag-lite query local \"<your question>\" --root {shlex.quote(str(root))}"

@@ -29,10 +29,11 @@ class CallEstimate:
     def cost(self, config: GraphRagConfig) -> float | None:
         """USD from LiteLLM's price map (offline), counting the extra calls, at the batch price in batch mode;
         None when the model is not in it."""
-        from graphrag_lite.llm.gateway import load_litellm, model_price
+        from graphrag_lite.llm.prices import model_price
+        from graphrag_lite.llm.providers import load_litellm
 
         if config.batch.enabled:
-            from graphrag_lite.llm.batch import estimated_cost
+            from graphrag_lite.llm.prices import estimated_cost
 
             return estimated_cost(config, self.model_id, self.prompt_tokens + self.extra_prompt_tokens,
                                   self.completion_tokens)
@@ -50,7 +51,7 @@ class CallEstimate:
         """'online' or 'batch'; in batch mode, why calls that go online anyway do ('online: embeddings ...')."""
         if not config.batch.enabled:
             return "online"
-        from graphrag_lite.llm.batch import online_in_batch_mode
+        from graphrag_lite.llm.prices import online_in_batch_mode
 
         reason = online_in_batch_mode(config, self.model_id)
         return "batch" if reason is None else f"online: {reason}"

@@ -441,7 +441,7 @@ def print_compat_notes(config: GraphRagConfig, console: Console, brief: bool = F
 def check_model_keys(config: GraphRagConfig, stages: list[Stage]) -> None:
     """Before any stage runs: every model the stages to run will call has a usable key (not init's
     placeholder, not missing where the provider needs one), else a ConfigError that says what to do."""
-    from graphrag_lite.llm.gateway import key_problem, no_key_choices
+    from graphrag_lite.llm.providers import key_problem, no_key_choices
 
     for stage in (s for s in stages if needs_model(s, config)):
         own = getattr(config, stage.config_sections[0])

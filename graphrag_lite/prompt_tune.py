@@ -32,7 +32,8 @@ from graphrag_lite.extraction.tuples import (
     ParsedReply,
     parse_graph_reply,
 )
-from graphrag_lite.llm.gateway import Gateway, LLMCallError
+from graphrag_lite.llm.errors import LLMCallError
+from graphrag_lite.llm.gateway import Gateway
 from graphrag_lite.prompts import fill, load_prompt, prompt_file
 from graphrag_lite.resources import data_dir
 from graphrag_lite.tokens import count_tokens, count_with

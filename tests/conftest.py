@@ -22,7 +22,7 @@ def write_settings(root: Path, text: str = "") -> Path:
 @pytest.fixture(autouse=True)
 def fresh_fake_provider():
     """Faults drawn by the fake depend on the calls before: every test starts from the same state."""
-    from graphrag_lite.llm import fake
+    from graphrag_lite.fake import provider as fake
     from graphrag_lite.tokens import DEFAULT_ENCODING, count_with
 
     fake.reset()

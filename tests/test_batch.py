@@ -20,10 +20,13 @@ from typer.testing import CliRunner
 
 from graphrag_lite.cli import app
 from graphrag_lite.config import BatchConfig, CacheConfig, GraphRagConfig, ModelConfig, OutputConfig
-from graphrag_lite.llm import fake_batch
-from graphrag_lite.llm.batch import BATCH_FILE, batch_unit_prices, online_reason
-from graphrag_lite.llm.fake import FAKE_INPUT_PRICE, FAKE_OUTPUT_PRICE
-from graphrag_lite.llm.gateway import Gateway, load_litellm
+from graphrag_lite.fake import batch as fake_batch
+from graphrag_lite.fake.options import FAKE_INPUT_PRICE, FAKE_OUTPUT_PRICE
+from graphrag_lite.llm.batch_store import BATCH_FILE
+from graphrag_lite.llm.calls import call_key
+from graphrag_lite.llm.gateway import Gateway
+from graphrag_lite.llm.prices import batch_unit_prices
+from graphrag_lite.llm.providers import load_litellm, online_reason
 from tests.conftest import DATA, make_project
 
 DULCE = DATA / "operation-dulce" / "dulce.txt"
@@ -109,7 +112,7 @@ def test_a_killed_batch_run_reattaches_and_gives_the_online_index(tmp_path, onli
 @pytest.mark.parametrize("faults", ["batch_fail=0.3", "batch_invalid=0.3", "batch_status=expired",
                                     "batch_status=failed"])
 def test_what_a_batch_does_not_answer_goes_online(tmp_path, online, faults):
-    from graphrag_lite.llm.fake import STATS
+    from graphrag_lite.fake.provider import STATS
 
     root = make_project(tmp_path, [DULCE], FAST_POLLS, chat=f"fake/default?batch_delay=0.1&{faults}")
     result = index(root, "--batch")
@@ -148,8 +151,7 @@ def test_the_dry_run_shows_the_batch_price(tmp_path):
 
     assert total(batch_estimate.output) == pytest.approx(total(online_estimate.output) / 2, abs=1e-4)
     from graphrag_lite.config import load_config
-    from graphrag_lite.llm.batch import estimated_cost
-    from graphrag_lite.llm.gateway import model_price
+    from graphrag_lite.llm.prices import estimated_cost, model_price
 
     config = load_config(root)  # embeddings are never batched: their estimate keeps the online price
     litellm = load_litellm(config.models.values())
@@ -286,7 +288,7 @@ def test_litellm_batch_functions_get_openai_requests_and_their_answers_are_used(
     questions = [[{"role": "user", "content": f"question {i}"}] for i in range(3)]
 
     async def ask():
-        return await asyncio.gather(*(gateway.chat("m", q, stage="community_reports", max_tokens=500)
+        return await asyncio.gather(*(gateway.chat("m", q, stage="community_reports", step="answer", max_tokens=500)
                                       for q in questions))
 
     results = asyncio.run(ask())
@@ -295,7 +297,7 @@ def test_litellm_batch_functions_get_openai_requests_and_their_answers_are_used(
     assert len(online) == 1 and online[0]["messages"] == questions[2]
 
     lines = [json.loads(line) for line in api.uploaded.decode().splitlines()]
-    assert [line["custom_id"] for line in lines] == [gateway._key("chat", model, q, {"max_tokens": 500})
+    assert [line["custom_id"] for line in lines] == [call_key("chat", model, q, {"max_tokens": 500})
                                                      for q in questions]
     assert {(line["method"], line["url"]) for line in lines} == {("POST", "/v1/chat/completions")}
     assert [line["body"] for line in lines] == [{"model": "gpt-4o-mini", "messages": q, "max_tokens": 500}
@@ -373,8 +375,8 @@ def test_a_batch_is_polled_through_an_outage_and_an_unexpected_result_line_goes_
     gateway = scripted_gateway(tmp_path, monkeypatch, api, [])
 
     async def ask():
-        calls = (gateway.chat("m", [{"role": "user", "content": f"question {i}"}], stage="community_reports")
-                 for i in range(3))
+        calls = (gateway.chat("m", [{"role": "user", "content": f"question {i}"}], stage="community_reports",
+                              step="answer") for i in range(3))
         return await asyncio.wait_for(asyncio.gather(*calls), timeout=60)
 
     results = asyncio.run(ask())
@@ -400,7 +402,7 @@ def test_an_upload_that_fails_for_a_moment_is_sent_again_and_the_calls_stay_in_t
 
     async def ask():
         return await asyncio.gather(*(gateway.chat("m", [{"role": "user", "content": f"question {i}"}],
-                                                   stage="community_reports") for i in range(3)))
+                                                   stage="community_reports", step="answer") for i in range(3)))
 
     results = asyncio.run(ask())
     gateway.close()
@@ -428,7 +430,7 @@ def test_a_cut_off_result_file_keeps_its_readable_answers(tmp_path, monkeypatch)
 
     async def ask():
         return await asyncio.gather(*(gateway.chat("m", [{"role": "user", "content": f"question {i}"}],
-                                                   stage="community_reports") for i in range(3)))
+                                                   stage="community_reports", step="answer") for i in range(3)))
 
     results = asyncio.run(ask())
     gateway.close()

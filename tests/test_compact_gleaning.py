@@ -28,8 +28,8 @@ from graphrag_lite.extraction.gleaning import (
     follow_up,
 )
 from graphrag_lite.extraction.tuples import parse_graph_reply
+from graphrag_lite.fake.script import scripted
 from graphrag_lite.graph.merge import merge_graph
-from graphrag_lite.llm.fake import scripted
 from graphrag_lite.llm.gateway import Gateway
 from graphrag_lite.stages.extract_graph import build_result, extraction_request
 from graphrag_lite.tokens import count_tokens

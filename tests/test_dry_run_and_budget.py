@@ -19,7 +19,7 @@ def stats(root):
 
 
 def test_dry_run_calls_no_model_and_matches_the_real_run(tmp_path):
-    from graphrag_lite.llm.fake import STATS
+    from graphrag_lite.fake.provider import STATS
 
     root = make_project(tmp_path, [DULCE], "extract_claims:\n  enabled: true\n")
     STATS.reset()
@@ -68,7 +68,7 @@ def test_dry_run_prompt_tokens_of_certain_calls_are_counted_exactly(tmp_path):
 
 
 def test_budget_stops_the_run_and_a_rerun_continues(tmp_path):
-    from graphrag_lite.llm.fake import STATS
+    from graphrag_lite.fake.provider import STATS
 
     root = make_project(tmp_path, [DULCE], "budget:\n  max_tokens: 12000\n")
     (root / "settings.yaml").write_text((root / "settings.yaml").read_text().replace(
@@ -172,7 +172,7 @@ def test_a_dry_run_follows_cached_real_model_replies_to_the_end_of_each_unit(tmp
     gleaning, a check answered in words. The dry run reads them as the run did: when the check said no, every
     call is cached, even for a third gleaning; when it said yes, the run went on to a second gleaning, and a
     third asks a check the cache does not hold."""
-    from graphrag_lite.llm.fake import scripted
+    from graphrag_lite.fake.script import scripted
 
     for check, still_to_make in (("**No**, nothing more remains.", 0), ("Y", 5)):
         # history: each follow-up carries the answers before it, so a third gleaning's check is a new call
@@ -189,7 +189,7 @@ def test_a_dry_run_follows_cached_real_model_replies_in_compact_gleaning(tmp_pat
     """Compact gleaning (the default) with the replies real models give: a fenced first answer, then prose
     with no records to the gleaning. That gleaning named nothing new, so the unit ended there: the dry run
     reads the same from the cache and asks for nothing more, even with a third gleaning allowed."""
-    from graphrag_lite.llm.fake import scripted
+    from graphrag_lite.fake.script import scripted
 
     root = make_project(tmp_path, [DULCE], "extract_graph:\n  max_gleanings: 2\n")
     with scripted({"extract_graph.extract": FENCED_FIRST_ANSWER, "extract_graph.glean": "I found no further entities.",

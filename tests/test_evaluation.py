@@ -117,7 +117,7 @@ def test_eval_scores_an_index_against_basic_search_packed_to_the_same_budget(tmp
 
 
 def test_eval_counts_a_question_the_model_answers_with_nothing_usable_and_still_scores_its_retrieval(tmp_path, cli):
-    from graphrag_lite.llm.fake import scripted
+    from graphrag_lite.fake.script import scripted
 
     root = make_project(tmp_path, sorted((DATA / "unrelated-documents").glob("*.txt")),
                         "extract_graph_nlp:\n  min_entity_frequency: 1\n")

@@ -13,8 +13,8 @@ import pytest
 
 from graphrag_lite.errors import ConfigError
 from graphrag_lite.experiment.run import run_experiment
-from graphrag_lite.llm import fake
-from graphrag_lite.llm.fake import scripted
+from graphrag_lite.fake import provider as fake
+from graphrag_lite.fake.script import scripted
 from graphrag_lite.storage import read_json
 from tests.conftest import DATA, REPO, make_project
 

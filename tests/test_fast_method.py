@@ -102,7 +102,7 @@ def pepys(tmp_path_factory):
     write_settings(root, "embed_text:\n  model_id: null\nlocal_search:\n  chat_model_id: null\n"
                          "  embedding_model_id: null\nglobal_search:\n  chat_model_id: null\n"
                          "basic_search:\n  chat_model_id: null\n  embedding_model_id: null\n")
-    from graphrag_lite.llm.fake import STATS
+    from graphrag_lite.fake.provider import STATS
 
     STATS.reset()
     result = CliRunner().invoke(app, ["index", "--root", str(root), "--method", "fast"], catch_exceptions=False)

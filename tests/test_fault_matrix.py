@@ -11,7 +11,7 @@ import pytest
 from typer.testing import CliRunner
 
 from graphrag_lite.cli import app
-from graphrag_lite.llm.fake import STATS
+from graphrag_lite.fake.provider import STATS
 from tests.conftest import DATA, check_index, make_project
 
 DULCE = DATA / "operation-dulce" / "dulce.txt"

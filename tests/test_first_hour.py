@@ -7,7 +7,7 @@ from pathlib import Path
 
 import pytest
 
-from graphrag_lite.llm import fake
+from graphrag_lite.fake import provider as fake
 from graphrag_lite.project import prompt_settings
 from tests.conftest import DATA, REPO, SAMPLE, add_inputs, fake_models, sample_project
 
@@ -103,7 +103,7 @@ def test_key_problems_are_found_before_any_call():
     from pydantic import SecretStr
 
     from graphrag_lite.config import ModelConfig
-    from graphrag_lite.llm.gateway import key_problem
+    from graphrag_lite.llm.providers import key_problem
 
     assert key_problem(ModelConfig(model="openai/gpt-4o-mini", api_key=SecretStr("<your-api-key>"))) == \
         "the API key is the placeholder '<your-api-key>'"

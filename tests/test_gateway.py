@@ -12,9 +12,10 @@ from pydantic import BaseModel
 
 from graphrag_lite.answer_parsing import ParseError, json_parser
 from graphrag_lite.config import BudgetConfig, CacheConfig, GraphRagConfig, ModelConfig
-from graphrag_lite.llm.fake import STATS
-from graphrag_lite.llm.fake import embed_text as fake_vector
-from graphrag_lite.llm.gateway import Gateway, LLMCallError, LLMConfigurationError
+from graphrag_lite.fake.embedding import embed_text as fake_vector
+from graphrag_lite.fake.provider import STATS
+from graphrag_lite.llm.errors import LLMCallError, LLMConfigurationError
+from graphrag_lite.llm.gateway import Gateway
 from graphrag_lite.llm.ledger import BudgetExceeded
 
 
@@ -35,10 +36,10 @@ def make_gateway(tmp_path: Path, model: str = "fake/default", use_cache: bool = 
     return Gateway(cfg, use_cache=use_cache)
 
 
-def ask(gateway: Gateway, prompts: list[str], **kwargs):
+def ask(gateway: Gateway, prompts: list[str], step: str = "answer", **kwargs):
     async def run():
-        return await asyncio.gather(*(gateway.chat("m", [{"role": "user", "content": p}], stage="test", **kwargs)
-                                      for p in prompts))
+        return await asyncio.gather(*(gateway.chat("m", [{"role": "user", "content": p}], stage="test", step=step,
+                                                   **kwargs) for p in prompts))
     return asyncio.run(run())
 
 
@@ -119,7 +120,7 @@ def test_persistent_rate_limits_lower_concurrency(tmp_path):
                            concurrency=16, max_retries=40)
 
     async def run():
-        await asyncio.gather(*(gateway.chat("m", [{"role": "user", "content": f"q{i}"}], stage="t")
+        await asyncio.gather(*(gateway.chat("m", [{"role": "user", "content": f"q{i}"}], stage="t", step="answer")
                                for i in range(40)))
         return gateway.limiter("m").concurrency
 
@@ -145,19 +146,19 @@ def test_auth_errors_are_not_retried_and_never_show_the_key(tmp_path):
 
 def test_malformed_answer_is_corrected_and_only_the_valid_one_cached(tmp_path):
     gateway = make_gateway(tmp_path, "fake/default?malformed=1")
-    [result] = ask(gateway, [REPORT_PROMPT], parse=json_parser(Report))
+    [result] = ask(gateway, [REPORT_PROMPT], "report", parse=json_parser(Report))
     assert isinstance(result.value, Report)
     assert STATS.completions == 2  # the malformed answer, then the corrected one
     assert gateway.ledger.totals()["parse_retries"] == 1
     assert gateway.cache is not None and len(gateway.cache) == 1
     again = make_gateway(tmp_path, "fake/default?malformed=1")
-    [cached] = ask(again, [REPORT_PROMPT], parse=json_parser(Report))
+    [cached] = ask(again, [REPORT_PROMPT], "report", parse=json_parser(Report))
     assert cached.cached and cached.value == result.value and STATS.completions == 2
 
 
 def test_fenced_json_is_parsed(tmp_path):
     gateway = make_gateway(tmp_path, "fake/default?fenced=1")
-    [result] = ask(gateway, [REPORT_PROMPT], parse=json_parser(Report))
+    [result] = ask(gateway, [REPORT_PROMPT], "report", parse=json_parser(Report))
     assert "```" in result.text and result.value.title
     assert gateway.ledger.totals()["parse_retries"] == 0
 
@@ -208,7 +209,7 @@ def test_budget_stops_and_a_rerun_continues_from_the_cache(tmp_path):
     async def run(gateway):
         done = []
         for p in prompts:
-            done.append(await gateway.chat("m", [{"role": "user", "content": p}], stage="t"))
+            done.append(await gateway.chat("m", [{"role": "user", "content": p}], stage="t", step="answer"))
         return done
 
     with pytest.raises(BudgetExceeded, match=r"budget\.max_tokens"):
@@ -296,7 +297,7 @@ def test_streaming_yields_pieces_then_serves_the_cache(tmp_path):
 
 
 def test_prompt_tokens_the_provider_served_from_its_cache_are_counted_and_priced_at_its_rate(tmp_path):
-    from graphrag_lite.llm.fake import FAKE_INPUT_PRICE, FAKE_OUTPUT_PRICE
+    from graphrag_lite.fake.options import FAKE_INPUT_PRICE, FAKE_OUTPUT_PRICE
     from graphrag_lite.pipeline import describe_llm_totals
 
     instructions = "Extract every entity of the text below. " * 300  # the static part: well over 1,024 tokens
@@ -341,7 +342,7 @@ def test_claude_calls_mark_the_first_message_for_anthropic_prompt_caching_and_ot
     import httpx
     from litellm.llms.custom_httpx.http_handler import AsyncHTTPHandler
 
-    from graphrag_lite.llm.gateway import marks_prompt_cache
+    from graphrag_lite.llm.providers import marks_prompt_cache
 
     sent = []
 
@@ -359,12 +360,13 @@ def test_claude_calls_mark_the_first_message_for_anthropic_prompt_caching_and_ot
                          cache=CacheConfig(base_dir=tmp_path))
     gateway = Gateway(cfg)
     messages = [{"role": "user", "content": "Extract the entities. " * 40}, {"role": "user", "content": "More?"}]
-    assert asyncio.run(gateway.chat("default_chat_model", messages, stage="extract_graph",
+    assert asyncio.run(gateway.chat("default_chat_model", messages, stage="extract_graph", step="answer",
                                     resent_prefix=True)).value == "Done."
     blocks = [block for message in sent[0]["messages"] for block in message["content"]]
     assert blocks[0]["cache_control"] == {"type": "ephemeral"} and "cache_control" not in blocks[-1]
     # a call nothing follows up is not marked: writing Anthropic's cache costs 1.25x the input price
-    asyncio.run(gateway.chat("default_chat_model", [{"role": "user", "content": "Report."}], stage="reports"))
+    asyncio.run(gateway.chat("default_chat_model", [{"role": "user", "content": "Report."}], stage="reports",
+                             step="answer"))
     assert "cache_control" not in json.dumps(sent[1])
     record = gateway.ledger.records[0]
     assert record.provider_cached_tokens == 1800
@@ -415,12 +417,12 @@ def test_size_refusals_are_told_from_other_failures_in_providers_own_words(statu
     import httpx
     import litellm
 
-    from graphrag_lite.llm.gateway import _refuses_size
+    from graphrag_lite.llm.failures import refuses_size
 
     response = httpx.Response(status, request=httpx.Request("POST", "http://provider.invalid/v1/embeddings"))
     error = litellm.APIError(status_code=status, message=message, llm_provider="openai", model="m",
                              request=response.request)
-    assert _refuses_size(error) is size
+    assert refuses_size(error) is size
 
 
 def test_pacer_spaces_starts_once_latency_is_known():
@@ -549,11 +551,12 @@ def test_a_call_cancelled_in_flight_frees_its_slot_without_counting_as_an_answer
     gateway = Gateway(config, use_cache=False)
 
     async def scenario():
-        task = asyncio.create_task(gateway.chat("m", [{"role": "user", "content": "Say hello."}], stage="t"))
+        task = asyncio.create_task(gateway.chat("m", [{"role": "user", "content": "Say hello."}], stage="t",
+                                                step="answer"))
         await asyncio.sleep(0.3)
         task.cancel()
         await asyncio.gather(task, return_exceptions=True)
-        return gateway._limiter("m", config.models["m"]).concurrency
+        return gateway.limiter("m").concurrency
 
     slots = asyncio.run(scenario())
     assert slots.in_flight == 0 and slots.peak == 1

@@ -21,8 +21,11 @@ from graphrag_lite.cli import app
 from graphrag_lite.config import BudgetConfig, CacheConfig, GraphRagConfig, ModelConfig
 from graphrag_lite.extraction.gleaning import ExtractionRequest, extract_units
 from graphrag_lite.extraction.tuples import parse_graph_reply
-from graphrag_lite.llm.fake import STATS, scripted
-from graphrag_lite.llm.gateway import Gateway, LLMCallError, LLMConfigurationError
+from graphrag_lite.fake.provider import STATS
+from graphrag_lite.fake.script import scripted
+from graphrag_lite.llm.calls import call_key
+from graphrag_lite.llm.errors import LLMCallError, LLMConfigurationError
+from graphrag_lite.llm.gateway import Gateway
 from graphrag_lite.llm.ledger import BudgetExceeded
 from tests.conftest import DATA, make_project
 
@@ -198,7 +201,7 @@ def test_embeddings_are_cached_per_endpoint_and_checked_for_their_dimension(tmp_
     assert len(embed("fake/embedding?dim=128", "http://a.invalid")) == 128 and STATS.embeddings == 0
     # the same name and server now serve 64 dimensions: a cached vector of another size is not used
     g = make_gateway(tmp_path, "fake/embedding?dim=64", api_base="http://a.invalid")
-    key = g._key("embedding", g.models["m"], "the navy office", {})
+    key = call_key("embedding", g.models["m"], "the navy office", {})
     assert g.cache is not None
     g.cache.put(key, "embedding", [0.0] * 128)
     assert len(asyncio.run(g.embed("m", ["the navy office"], stage="e", dimension=64))[0]) == 64
@@ -213,8 +216,8 @@ def test_the_budget_is_not_overshot_by_calls_waiting_for_a_slot(tmp_path):
 
     async def run():
         prompts = [f"question {i} " + "word " * 400 for i in range(300)]
-        results = await asyncio.gather(*(g.chat("m", [{"role": "user", "content": p}], stage="t") for p in prompts),
-                                       return_exceptions=True)
+        results = await asyncio.gather(*(g.chat("m", [{"role": "user", "content": p}], stage="t", step="answer")
+                                         for p in prompts), return_exceptions=True)
         return [r for r in results if isinstance(r, BudgetExceeded)]
 
     stopped = asyncio.run(run())
@@ -238,7 +241,8 @@ def test_budget_scope_index_counts_the_spending_of_earlier_runs(tmp_path):
 def run_calls(g: Gateway, n: int):
     """n calls at once; returns the model's concurrency control (the limiter lives in the event loop)."""
     async def run():
-        await asyncio.gather(*(g.chat("m", [{"role": "user", "content": f"q{i}"}], stage="t") for i in range(n)))
+        await asyncio.gather(*(g.chat("m", [{"role": "user", "content": f"q{i}"}], stage="t", step="answer")
+                               for i in range(n)))
         return g.limiter("m").concurrency
 
     return asyncio.run(run())
@@ -454,7 +458,7 @@ def test_a_streamed_answer_may_take_longer_than_the_timeout_while_pieces_keep_co
     g = make_gateway(tmp_path, "fake/default?piece_latency=0.02", stream=True, timeout=0.3)
     result = asyncio.run(g.chat("m", [{"role": "user", "content": "-----Sources-----\nid|text\n1|" + "Pepys went to "
                                        "the Navy Office with Sir W. Pen and Mr. Gauden by water. " * 4 +
-                                       "\nWhere did Pepys go?"}], stage="t"))
+                                       "\nWhere did Pepys go?"}], stage="t", step="answer"))
     assert len(result.text.split()) * 0.02 > 0.3 and g.ledger.totals()["retries"] == 0
 
 
@@ -462,7 +466,7 @@ def test_a_stream_that_falls_silent_is_abandoned_and_retried(tmp_path):
     g = make_gateway(tmp_path, "fake/default?stall=2", stream=True, timeout=0.3)
     started = time.monotonic()
     result = asyncio.run(g.chat("m", [{"role": "user", "content": "Where did Pepys go today with Sir W. Pen?"}],
-                                stage="t"))
+                                stage="t", step="answer"))
     assert result.text and g.ledger.totals()["retries"] == 1 and time.monotonic() - started < 2
 
 
@@ -494,10 +498,10 @@ def test_format_auto_uses_json_for_models_with_structured_output(tmp_path):
 def test_a_configuration_error_beats_a_failing_call(tmp_path):
     g = make_gateway(tmp_path, "fake/default?auth=1")
     with pytest.raises(LLMConfigurationError):
-        asyncio.run(g.chat("m", [{"role": "user", "content": "q"}], stage="t"))
+        asyncio.run(g.chat("m", [{"role": "user", "content": "q"}], stage="t", step="answer"))
     with pytest.raises(LLMCallError):
         asyncio.run(make_gateway(tmp_path, "fake/default?server_error=1", max_retries=1).chat(
-            "m", [{"role": "user", "content": "q"}], stage="t"))
+            "m", [{"role": "user", "content": "q"}], stage="t", step="answer"))
 
 
 def test_content_filter_refusals_do_not_stop_the_run(tmp_path):
@@ -507,11 +511,11 @@ def test_content_filter_refusals_do_not_stop_the_run(tmp_path):
     filtered = litellm.BadRequestError("The response was filtered due to the prompt triggering Azure OpenAI's "
                                        "content management policy", llm_provider="azure", model="x")
     for _ in range(5):  # each is one text unit's problem, not the model's
-        g._stop_if_always_failing("m", g.models["m"], filtered)
+        g._transport._stop_if_always_failing("m", g.models["m"], filtered)
     refused = litellm.BadRequestError("unknown parameter: frequency_penaltyy", llm_provider="openai", model="x")
     with pytest.raises(LLMConfigurationError, match="same error"):
         for _ in range(3):
-            g._stop_if_always_failing("m", g.models["m"], refused)
+            g._transport._stop_if_always_failing("m", g.models["m"], refused)
 
 
 @pytest.mark.parametrize(("reply", "more"), [("N", False), ("Y", True), ("**Y**", True), ("Yes.", True),

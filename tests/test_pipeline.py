@@ -228,7 +228,7 @@ def test_the_stages_of_a_run_share_one_event_loop(tmp_path):
 def test_a_key_read_from_the_environment_is_written_as_its_variable_and_a_hidden_one_is_refused(tmp_path, cli,
                                                                                                   monkeypatch):
     from graphrag_lite.config import ModelConfig
-    from graphrag_lite.llm.gateway import key_problem
+    from graphrag_lite.llm.providers import key_problem
     from graphrag_lite.pipeline import EFFECTIVE_SETTINGS_FILE
     from tests.conftest import SAMPLE, add_inputs, write_settings
 

@@ -15,7 +15,7 @@ from typer.testing import CliRunner
 from graphrag_lite import GraphRAG
 from graphrag_lite.cli import app
 from graphrag_lite.context_tables import pack, render
-from graphrag_lite.llm.fake import scripted
+from graphrag_lite.fake.script import scripted
 from graphrag_lite.query.citations import cited_ids
 from graphrag_lite.query.global_search import (
     REPORT_COLUMNS,

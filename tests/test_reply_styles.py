@@ -29,8 +29,9 @@ from graphrag_lite.extraction.gleaning import (
     extract_units,
 )
 from graphrag_lite.extraction.tuples import parse_claims_reply, parse_graph_json, parse_graph_reply
-from graphrag_lite.llm.fake import scripted
-from graphrag_lite.llm.gateway import Gateway, LLMCallError
+from graphrag_lite.fake.script import scripted
+from graphrag_lite.llm.errors import LLMCallError
+from graphrag_lite.llm.gateway import Gateway
 from graphrag_lite.query.global_search import MapAnswer, parse_rating
 from graphrag_lite.stages.summarize_descriptions import summary_parser
 from graphrag_lite.tables import Report
@@ -110,7 +111,7 @@ def answer_with(tmp_path: Path, stage: str, reply: str, parse: Any) -> tuple[Any
     with scripted({stage: reply}):
         try:
             result = asyncio.run(g.chat("m", [{"role": "user", "content": "Answer in JSON."}], stage=stage,
-                                        parse=parse, json_mode=True))
+                                        step="answer", parse=parse, json_mode=True))
             return result.value, g
         except LLMCallError:
             return None, g

@@ -312,7 +312,7 @@ def test_a_report_call_s_priority_reaches_the_model_s_queue_through_the_gateway(
     import asyncio
 
     from graphrag_lite.config import CacheConfig, GraphRagConfig, ModelConfig
-    from graphrag_lite.llm.fake import STATS
+    from graphrag_lite.fake.provider import STATS
     from graphrag_lite.llm.gateway import Gateway
     from graphrag_lite.prompts import fill, section_prompt
     from graphrag_lite.stages.community_reports import ReportWriter

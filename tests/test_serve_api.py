@@ -13,7 +13,7 @@ from typer.testing import CliRunner
 
 from graphrag_lite.cli import app as cli_app
 from graphrag_lite.errors import ConfigError
-from graphrag_lite.llm.fake import STATS
+from graphrag_lite.fake.provider import STATS
 from graphrag_lite.query.retrieval import by_keywords
 from graphrag_lite.serve.app import MAX_BODY_BYTES, check_binding, create_app
 from graphrag_lite.serve.holder import IndexHolder

@@ -2,7 +2,7 @@ import asyncio
 from collections import Counter
 
 from graphrag_lite.config import CacheConfig, GraphRagConfig, ModelConfig, SummarizeDescriptionsConfig
-from graphrag_lite.llm.fake import STATS
+from graphrag_lite.fake.provider import STATS
 from graphrag_lite.llm.gateway import Gateway
 from graphrag_lite.prompts import load_prompt
 from graphrag_lite.stages.summarize_descriptions import JOINED, SUMMARIZED, joined_if_short, pack, summarize_all
@@ -114,7 +114,7 @@ def test_summaries_in_the_styles_real_models_answer(tmp_path):
     """Scripted replies, not the fake's: an empty answer and then a cut-off one are asked again and the
     complete one kept (a preamble line dropped); a model that never answers usably leaves the descriptions
     joined, nothing lost, the failure listed and nothing cached."""
-    from graphrag_lite.llm.fake import scripted
+    from graphrag_lite.fake.script import scripted
 
     descriptions = ["A pilot for Acme.", "She flew the first mail route to Lisbon."]
     problems: list[str] = []
@@ -141,7 +141,7 @@ def test_the_longest_list_is_summarized_first_and_its_correction_goes_before_sho
     """With two slots: the longest lists of descriptions are asked first, and when the longest one's answer is
     cut off, its corrective follow-up takes the next free slot, before the shortest list. In order of asking,
     the follow-up would wait behind every list, and with many slots need a round of its own at the end."""
-    from graphrag_lite.llm.fake import scripted
+    from graphrag_lite.fake.script import scripted
 
     STATS.reset()
     cfg = GraphRagConfig(models={"default_chat_model": ModelConfig(model="fake/default?latency=0.01", concurrency=2)},

@@ -12,6 +12,7 @@ import pandas as pd
 import pyarrow as pa
 import pytest
 
+from graphrag_lite.llm.calls import CALL_STEP, call_key
 from graphrag_lite.vector_store import MANIFEST, TableUpdate, apply_update, connect, plan_update, write_table
 from tests.conftest import DATA, add_inputs, make_project
 
@@ -159,7 +160,7 @@ def test_a_first_build_sends_its_embedding_calls_while_lancedb_is_being_opened(t
     embedding call has reached the model: done one after the other, the stage would stall and fail."""
     import time
 
-    from graphrag_lite.llm.fake import STATS
+    from graphrag_lite.fake.provider import STATS
     from graphrag_lite.stages import embed_text
 
     before_the_stage = []  # the text units' vectors were asked for early, during extraction
@@ -188,13 +189,13 @@ def test_a_first_build_sends_its_embedding_calls_while_lancedb_is_being_opened(t
 
 def recorded_fake_calls(monkeypatch) -> list[tuple[str, object]]:
     """Every call the fake provider gets, in order: ("chat", the stage asking) or ("embed", its texts)."""
-    from graphrag_lite.llm import fake
+    from graphrag_lite.fake import provider as fake
 
     calls: list[tuple[str, object]] = []
     chat, embed = fake.FakeLLM.acompletion, fake.FakeLLM.aembedding
 
     async def recorded_chat(self, model, messages, *args, **kwargs):
-        calls.append(("chat", fake.CALL_STEP.get()[0]))
+        calls.append(("chat", CALL_STEP.get()[0]))
         return await chat(self, model, messages, *args, **kwargs)
 
     async def recorded_embed(self, model, input, *args, **kwargs):
@@ -214,7 +215,7 @@ def stored_vectors(root: Path, table: str) -> dict[str, list[float]]:
 def test_the_text_units_vectors_are_asked_for_while_the_graph_is_extracted(tmp_path: Path, cli, monkeypatch):
     """The text units are known once chunked, and the embedding model is idle while the graph is extracted:
     their vectors are asked for then, not after the reports. The index holds the same vectors as ever."""
-    from graphrag_lite.llm.fake import embed_text as fake_vector
+    from graphrag_lite.fake.embedding import embed_text as fake_vector
 
     calls = recorded_fake_calls(monkeypatch)
     documents = sorted((DATA / "unrelated-documents").glob("*.txt"))[:3]
@@ -242,7 +243,7 @@ def test_a_failed_early_embedding_is_logged_and_done_again_at_the_stage_s_turn(t
     the log says so at once, and embed_text asks for them again at its turn; nothing is lost or left over."""
     import litellm
 
-    from graphrag_lite.llm import fake
+    from graphrag_lite.fake import provider as fake
 
     embed, failed = fake.FakeLLM.aembedding, []
 
@@ -283,7 +284,7 @@ def test_early_vectors_and_cached_ones_of_a_former_model_are_never_mixed(tmp_pat
     config = load_config(root)
     gateway = Gateway(config, use_cache=True)
     model = config.models["default_embedding_model"]
-    key = {t: gateway._key("embedding", model, t, dict(model.call_args)) for n in contents for t in contents[n][1]}
+    key = {t: call_key("embedding", model, t, dict(model.call_args)) for n in contents for t in contents[n][1]}
     assert gateway.cache is not None
     gateway.cache.put_many("embedding", [(key[t], [0.5] * 64) for t in contents["entity_description"][1]])
     gateway.cache._db.executemany("DELETE FROM answers WHERE key=?", [(key[t],) for t in contents["text_unit_text"][1]])

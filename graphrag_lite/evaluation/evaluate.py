@@ -21,7 +21,7 @@ import pandas as pd
 
 from graphrag_lite.evaluation.questions import Question
 from graphrag_lite.evaluation.scoring import UnitLookup, contains_answer, exact_match, score_retrieval, token_f1
-from graphrag_lite.llm.gateway import LLMCallError
+from graphrag_lite.llm.errors import LLMCallError
 from graphrag_lite.llm.ledger import summarize
 from graphrag_lite.query.engine import GraphRAG
 

@@ -87,7 +87,7 @@ async def judge_pair(gateway: Gateway, model_id: str, question: str, answers: tu
         seen = len(gateway.ledger.records)
         reply = await gateway.chat(model_id, [{"role": "system", "content": system},
                                               {"role": "user", "content": "Judge the two answers."}],
-                                   stage="judge", parse=judge_parser(criteria), json_mode=True)
+                                   stage="judge", step="judge", parse=judge_parser(criteria), json_mode=True)
         winners, reasons = reply.value
         variant_position = 1 if order == ORDERS[0] else 2
         points = {name: 0.5 if w == 0 else float(w == variant_position) for name, w in winners.items()}

@@ -105,7 +105,8 @@ async def judge_variants(plan: ExperimentPlan, evaluations: dict[str, list[Quest
     """Every variant's answers against the baseline's, per judged method and question, in both orders,
     within what is left of the budget; written to judgments.jsonl (a pair the judge gave no usable verdict
     for is written with its error, and counted). Returns ({variant: {method: judgments}}, cost paid)."""
-    from graphrag_lite.llm.gateway import Gateway, LLMCallError
+    from graphrag_lite.llm.errors import LLMCallError
+    from graphrag_lite.llm.gateway import Gateway
 
     judge = plan.spec.judge
     assert judge is not None

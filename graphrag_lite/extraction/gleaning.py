@@ -33,7 +33,8 @@ from graphrag_lite.answer_parsing import ParseError, strip_reasoning
 from graphrag_lite.estimate import REPLY_TO_INPUT_RATIO, CallEstimate, gleaning_estimate
 from graphrag_lite.extraction.grounding import Grounding, ground, normalize
 from graphrag_lite.extraction.tuples import COMPLETION_DELIMITER, ParsedReply
-from graphrag_lite.llm.gateway import Gateway, LLMCallError
+from graphrag_lite.llm.errors import LLMCallError
+from graphrag_lite.llm.gateway import Gateway
 from graphrag_lite.llm.per_item import for_each
 from graphrag_lite.pipeline import StageResult
 from graphrag_lite.prompts import fill

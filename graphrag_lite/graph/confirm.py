@@ -96,7 +96,8 @@ async def ask_all(gateway: Gateway, model_id: str, template: str, asked: list[Qu
 
     async def pick(question: Question) -> str | None:
         return (await gateway.chat(model_id, [{"role": "user", "content": question.prompt(template)}],
-                                   stage="merge_graph", parse=choice_parser(question), max_tokens=max_tokens)).value
+                                   stage="merge_graph", step="choose_alias", parse=choice_parser(question),
+                                   max_tokens=max_tokens)).value
 
     async def both_orders(question: Question) -> tuple[str | None, str | None]:
         return await pick(question), await pick(question.reversed())

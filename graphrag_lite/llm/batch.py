@@ -25,52 +25,27 @@ import weakref
 from collections import Counter, defaultdict
 from collections.abc import Awaitable, Callable, Coroutine, Iterator
 from dataclasses import dataclass, field
-from pathlib import Path
-from typing import Any, Protocol, TypeVar, cast
+from typing import Any, TypeVar
 
 from graphrag_lite.config import GraphRagConfig, ModelConfig
-from graphrag_lite.llm.gateway import (
-    _Answer,
-    _describe,
-    _is_connection_failure,
-    _retryable,
-    _status,
-    is_local_model,
-    key_problem,
-    message_tokens,
-    model_price,
-    priced,
-    unit_prices,
-)
+from graphrag_lite.llm.batch_store import BATCH_FILE, BatchStore
+from graphrag_lite.llm.calls import Answer, message_tokens
+from graphrag_lite.llm.failures import describe, http_status, is_connection_failure, retryable
 from graphrag_lite.llm.ledger import Ledger
-from graphrag_lite.storage import read_json, write_json
+from graphrag_lite.llm.prices import batch_price, batch_unit_prices, priced
+from graphrag_lite.llm.providers import BatchFunctions, batch_functions, connection, key_problem, online_reason, plugged
 from graphrag_lite.tokens import count_tokens
 from graphrag_lite.words import counted
 
 T = TypeVar("T")
 LOG = logging.getLogger("graphrag_lite.batch")  # the run's log file; `index --batch` shows it on the terminal
-BATCH_FILE = "llm_batches.json"
 ENDPOINT = "/v1/chat/completions"
 DONE = frozenset({"completed", "failed", "expired", "cancelled"})
-# providers whose batch and file APIs LiteLLM drives with OpenAI's JSONL of chat requests
-PROVIDERS = frozenset({"openai", "azure", "litellm_proxy", "vertex_ai", "bedrock", "mistral", "xai"})
 MAX_FILE_BYTES = 190 * 2**20  # OpenAI and Azure take batch input files of 200 MB at most
 FIRST_POLL = 1.0  # seconds; each wait is half as long again as the last, up to batch.poll_interval
 SHOWN_EVERY = 600.0  # seconds between two poll lines of a batch whose progress did not change
 BATCH_WINDOW_S = 24 * 3600.0  # the completion window every batch is sent with
 ATTEMPTS = 5  # of a poll or a download that fails (the network, a 5xx) before the batch's calls go online
-
-
-class BatchFunctions(Protocol):
-    """LiteLLM's batch and file functions, as both the litellm module and fake_batch provide them."""
-
-    async def acreate_file(self, **kwargs: Any) -> Any: ...
-
-    async def acreate_batch(self, **kwargs: Any) -> Any: ...
-
-    async def aretrieve_batch(self, **kwargs: Any) -> Any: ...
-
-    async def afile_content(self, **kwargs: Any) -> Any: ...
 
 
 class BatchItemFailed(Exception):
@@ -84,7 +59,7 @@ class _Request:
     messages: list[dict[str, str]]
     max_tokens: int | None
     stage: str
-    waiting: list[asyncio.Future[_Answer]] = field(default_factory=list)  # a call each (the same call twice)
+    waiting: list[asyncio.Future[Answer]] = field(default_factory=list)  # a call each (the same call twice)
 
     def prompt_tokens(self) -> int:
         """As the gateway counts a prompt before sending it."""
@@ -112,27 +87,25 @@ class _LoopWork:
 class Batcher:
     """Collects the first attempts of chat calls into provider batches and hands each call its answer."""
 
-    def __init__(self, config: GraphRagConfig, ledger: Ledger, litellm: Any,
-                 connection: Callable[[ModelConfig], dict[str, Any]]) -> None:
+    def __init__(self, config: GraphRagConfig, ledger: Ledger, litellm: Any) -> None:
         self.settings = config.batch
         self.store = BatchStore(config.output.base_dir / BATCH_FILE)
         self.counts: dict[str, Counter[str]] = defaultdict(Counter)  # per stage: batched, online, sent, reattached
         self._ledger = ledger
         self._litellm = litellm
-        self._connection = connection
         self._online: dict[str, str | None] = {}  # per model string: why its calls go online (None: by batch)
         self._args: dict[tuple[str, str], dict[str, Any]] = {}  # the provider's arguments per model and call
         self._work: weakref.WeakKeyDictionary[asyncio.AbstractEventLoop, _LoopWork] = weakref.WeakKeyDictionary()
 
     async def answer(self, model_id: str, model: ModelConfig, messages: list[dict[str, str]], args: dict[str, Any],
-                     key: str, stage: str) -> _Answer | None:
+                     key: str, call: tuple[str, str]) -> Answer | None:
         """The answer to a call's first attempt from a batch; None when the call goes online instead (its
         model takes no batch, or its batch did not answer it)."""
         answer = None
         if self._online_reason(model) is None:
             with contextlib.suppress(BatchItemFailed):
-                answer = await self._collect(model_id, model, messages, args, key, stage)
-        self.counts[stage]["online" if answer is None else "batched"] += 1
+                answer = await self._collect(model_id, model, messages, args, key, call)
+        self.counts[call[0]]["online" if answer is None else "batched"] += 1
         return answer
 
     def close(self) -> None:
@@ -143,7 +116,8 @@ class Batcher:
     # ------------------------------------------------------------ collecting and sending
 
     def _collect(self, model_id: str, model: ModelConfig, messages: list[dict[str, str]], args: dict[str, Any],
-                 key: str, stage: str) -> asyncio.Future[_Answer]:
+                 key: str, call: tuple[str, str]) -> asyncio.Future[Answer]:
+        """The call's request, in the collection of its model that goes out next; `call`: its stage and step."""
         loop = asyncio.get_running_loop()
         work = self._work.setdefault(loop, _LoopWork())
         collection = work.collecting.get(model_id)
@@ -152,11 +126,13 @@ class Batcher:
             _start(work, self._send_when_quiet(work, model_id, model, collection))
         request = collection.requests.get(key)
         if request is None:
-            line = {"custom_id": key, "method": "POST", "url": ENDPOINT,
-                    "body": {**self._body(model, args), "messages": messages}}
+            line: dict[str, Any] = {"custom_id": key, "method": "POST", "url": ENDPOINT,
+                                    "body": {**self._body(model, args), "messages": messages}}
+            if plugged(model.model) is not None:  # a plug-in is told each call's stage and step (Provider)
+                line["call"] = {"stage": call[0], "step": call[1]}
             request = collection.requests[key] = _Request(key, json.dumps(line, ensure_ascii=False), messages,
-                                                          args.get("max_tokens"), stage)
-        future: asyncio.Future[_Answer] = loop.create_future()
+                                                          args.get("max_tokens"), call[0])
+        future: asyncio.Future[Answer] = loop.create_future()
         request.waiting.append(future)
         collection.last = loop.time()
         return future
@@ -197,11 +173,11 @@ class Batcher:
         except Exception as err:  # these calls go online; after a refusal (not an outage), all of the model's
             if reservation is not None:
                 self._ledger.release(reservation)
-            reason = f"its batch API {'failed' if _retryable(err) else 'refused a batch'} ({_describe(err, model)})"
-            if not _retryable(err):
+            reason = f"its batch API {'failed' if retryable(err) else 'refused a batch'} ({describe(err, model)})"
+            if not retryable(err):
                 self._online[model.model] = reason
             LOG.warning("batch mode: model %s: %s; %s go online", model.model, reason,
-                        "these calls" if _retryable(err) else "its calls for the rest of this run")
+                        "these calls" if retryable(err) else "its calls for the rest of this run")
             _settle(requests, BatchItemFailed(reason))
             return
         self._follow(work, model, entry, {r.custom_id: r for r in requests}, reservation)
@@ -212,7 +188,7 @@ class Batcher:
         content = "".join(r.line + "\n" for r in requests).encode("utf-8")
         upload = await self._persist(lambda: functions.acreate_file(  # a file sent twice is only a stray file
             file=("graphrag-lite-batch.jsonl", content, "application/jsonl"), purpose="batch",
-            custom_llm_provider=provider, **connection), when=_retryable)
+            custom_llm_provider=provider, **connection), when=retryable)
         batch = await self._persist(lambda: functions.acreate_batch(  # retried only when surely not created
             completion_window="24h", endpoint=ENDPOINT, input_file_id=upload.id, custom_llm_provider=provider,
             model=model.model, **connection), when=_not_created)
@@ -262,7 +238,7 @@ class Batcher:
             batch = await self._poll(model, entry)
             lines = await self._results(model, entry, batch)
         except Exception as err:  # the provider could not be asked: the calls go online
-            LOG.warning("batch %s (%s): %s; its calls go online", entry["id"], entry["stage"], _describe(err, model))
+            LOG.warning("batch %s (%s): %s; its calls go online", entry["id"], entry["stage"], describe(err, model))
         finally:  # a cancelled run keeps the batch in the file: the next run re-attaches to it
             if reservation is not None:
                 self._ledger.release(reservation)
@@ -352,15 +328,11 @@ class Batcher:
         return self._online[model.model]
 
     def _api(self, model: ModelConfig) -> tuple[BatchFunctions, str, dict[str, Any]]:
-        """The batch functions for the model (the fake's for `fake/` models), its provider, and its key,
-        endpoint and API version."""
-        connection = {k: v for k, v in self._connection(model).items() if k in ("api_key", "api_base", "api_version")}
-        if model.model.startswith("fake/"):
-            from graphrag_lite.llm import fake_batch
-
-            return cast(BatchFunctions, fake_batch), "fake", connection
-        provider = self._litellm.get_llm_provider(model.model, api_base=model.api_base)[1]
-        return cast(BatchFunctions, self._litellm), provider, connection
+        """The batch functions for the model (a plug-in provider's own, else LiteLLM's), its provider, and its
+        key, endpoint and API version."""
+        functions, provider = batch_functions(self._litellm, model)
+        reached = {k: v for k, v in connection(model).items() if k in ("api_key", "api_base", "api_version")}
+        return functions, provider, reached
 
     def _body(self, model: ModelConfig, args: dict[str, Any]) -> dict[str, Any]:
         """A request's body but its messages: the model's name at its provider, and the call's arguments as
@@ -381,122 +353,11 @@ class Batcher:
         return self._args[memo]
 
 
-class BatchStore:
-    """OUTPUT/llm_batches.json: the batches sent and not delivered yet, with the custom_ids each holds, and
-    what the last run sent by batch and online."""
-
-    def __init__(self, path: Path) -> None:
-        self.path = path
-
-    def _read(self) -> dict[str, Any]:
-        return read_json(self.path) if self.path.is_file() else {"batches": []}
-
-    def entries(self) -> list[dict[str, Any]]:
-        return list(self._read()["batches"])
-
-    def add(self, entry: dict[str, Any]) -> None:
-        data = self._read()
-        data["batches"].append(entry)
-        write_json(self.path, data)
-
-    def remove(self, batch_id: str) -> None:
-        data = self._read()
-        data["batches"] = [entry for entry in data["batches"] if entry["id"] != batch_id]
-        write_json(self.path, data)
-
-    def forget(self) -> list[dict[str, Any]]:
-        """Drop every batch kept (after a run that finished: no call waits for them); returns them."""
-        data = self._read()
-        dropped, data["batches"] = data["batches"], []
-        if dropped:
-            write_json(self.path, data)
-        return dropped
-
-    def record_run(self, counts: dict[str, dict[str, int]]) -> None:
-        data = self._read()
-        data["last_run"] = {"finished": time.time(), "stages": counts}
-        write_json(self.path, data)
-
-    def last_run(self, since: float) -> dict[str, dict[str, int]]:
-        """Per stage, what the last run that finished after `since` (a time.time()) sent by batch and online."""
-        run = self._read().get("last_run") or {}
-        return dict(run["stages"]) if run.get("finished", 0.0) >= since else {}
-
-
-# ---------------------------------------------------------------- prices and providers
-
-
-def online_reason(litellm: Any, model: ModelConfig) -> str | None:
-    """Why a model's calls go online even in batch mode; None when they can go by batch."""
-    if model.model.startswith("fake/"):
-        return None
-    if is_local_model(model):
-        return "a local server (no batch API, and nothing to save)"
-    try:
-        provider = litellm.get_llm_provider(model.model, api_base=model.api_base)[1]
-    except Exception:  # the online path names the problem
-        return "LiteLLM does not know its provider"
-    if provider not in PROVIDERS:
-        return f"LiteLLM has no batch API for provider {provider}"
-    return None
-
-
-def batch_unit_prices(litellm: Any, model: str) -> tuple[float, float, float] | None:
-    """USD per prompt, completion and cached prompt token in a batch: LiteLLM's batch prices where its price
-    map has them, else half the online prices; None when the model is not in the price map."""
-    online = unit_prices(litellm, model)
-    if online is None:
-        return None
-    info: dict[str, Any] = dict(litellm.model_cost.get(model) or {})
-    if not info:
-        try:
-            info = dict(litellm.get_model_info(model=model))
-        except Exception:  # priced by cost_per_token, unknown to get_model_info: half the online prices
-            info = {}
-
-    def rate(key: str, online_rate: float) -> float:
-        return float(info[key]) if info.get(key) is not None else online_rate / 2
-
-    return (rate("input_cost_per_token_batches", online[0]), rate("output_cost_per_token_batches", online[1]),
-            rate("cache_read_input_token_cost_batches", online[2]))
-
-
-def batch_price(litellm: Any, model: str, prompt_tokens: int, completion_tokens: int, cached: int = 0
-                ) -> float | None:
-    """USD for these tokens in a batch; None when the model is not in LiteLLM's price map."""
-    return priced(batch_unit_prices(litellm, model), prompt_tokens, completion_tokens, cached)
-
-
-def estimated_cost(config: GraphRagConfig, model_id: str, prompt_tokens: int, completion_tokens: int
-                   ) -> float | None:
-    """What calls of this many tokens cost in batch mode (for `--dry-run --batch`): the batch price, or the
-    online price for a model whose calls go online."""
-    from graphrag_lite.llm.gateway import load_litellm
-
-    litellm = load_litellm(config.models.values())  # also registers the fake provider's prices
-    model = config.models[model_id]
-    if online_in_batch_mode(config, model_id) is not None:
-        return model_price(litellm, model.model, prompt_tokens, completion_tokens)
-    return batch_price(litellm, model.model, prompt_tokens, completion_tokens)
-
-
-def online_in_batch_mode(config: GraphRagConfig, model_id: str) -> str | None:
-    """Why a model's calls go online at the online price in batch mode (embeddings, a local server, a
-    provider without a batch API); None when they go by batch."""
-    from graphrag_lite.llm.gateway import load_litellm
-
-    litellm = load_litellm(config.models.values())
-    model = config.models[model_id]
-    if _embeds(litellm, model.model):
-        return "embeddings are not sent in batches"
-    return online_reason(litellm, model)
-
-
 # ---------------------------------------------------------------- results
 
 
 def item_answer(line: dict[str, Any] | None, request: _Request, prices: tuple[float, float, float] | None
-                ) -> _Answer | str:
+                ) -> Answer | str:
     """A request's answer from its result line, priced at the batch rate; or why there is none."""
     if line is None:
         return "no result in the batch's files"
@@ -513,22 +374,14 @@ def item_answer(line: dict[str, Any] | None, request: _Request, prices: tuple[fl
     prompt = int(usage.get("prompt_tokens") or request.prompt_tokens())
     completion = int(usage.get("completion_tokens") or count_tokens(text))
     cached = int((usage.get("prompt_tokens_details") or {}).get("cached_tokens") or 0)
-    return _Answer(text, prompt, completion, priced(prices, prompt, completion, cached), 0,
+    return Answer(text, prompt, completion, priced(prices, prompt, completion, cached), 0,
                    choice.get("finish_reason"), cached)
-
-
-def _embeds(litellm: Any, model: str) -> bool:
-    """Whether LiteLLM's model map says the model makes embeddings."""
-    try:
-        return litellm.get_model_info(model=model).get("mode") == "embedding"
-    except Exception:  # a model the map does not know: priced as chat
-        return False
 
 
 def _not_created(err: Exception) -> bool:
     """A failed batch creation that surely created nothing: no connection was made, or the provider said
     to wait (429). After a time-out or a 5xx the batch may exist: sending it again could pay twice."""
-    return _is_connection_failure(err) or _status(err) == 429
+    return is_connection_failure(err) or http_status(err) == 429
 
 
 def _mapping(value: Any) -> dict[str, Any]:
@@ -555,7 +408,7 @@ def _by_custom_id(content: bytes) -> tuple[dict[str, dict[str, Any]], int]:
     return found, unreadable
 
 
-def _settle(requests: list[_Request], outcome: _Answer | BaseException) -> None:
+def _settle(requests: list[_Request], outcome: Answer | BaseException) -> None:
     """Give every call still waiting for these requests its answer, or the exception it raises."""
     for request in requests:
         for future in request.waiting:
@@ -615,16 +468,3 @@ def _duration(seconds: float) -> str:
     return f"{seconds // 3600}h{seconds % 3600 // 60:02d}m"
 
 
-def describe_run(counts: dict[str, dict[str, int]]) -> str:
-    """One line on what a run sent by batch and online."""
-    total: Counter[str] = sum(map(Counter, counts.values()), Counter())
-    reattached = f", {total['reattached']} re-attached" if total["reattached"] else ""
-    return (f"Batch mode: {counted(total['batched'], 'call')} answered by batch ({counted(total['sent'], 'batch')} "
-            f"sent{reattached}) at the batch price; {counted(total['online'], 'chat call')} went online (failed in "
-            "their batch, or a model without a batch API); corrective follow-ups after unusable answers and "
-            "embeddings always go online")
-
-
-def pending(output_dir: Path) -> list[dict[str, Any]]:
-    """The batches an earlier run sent whose answers no run has taken yet."""
-    return BatchStore(output_dir / BATCH_FILE).entries()

@@ -13,7 +13,8 @@ from collections.abc import Awaitable, Callable, Iterable
 from dataclasses import dataclass
 from typing import Generic, TypeVar
 
-from graphrag_lite.llm.gateway import LLMCallError, gather_all
+from graphrag_lite.llm.calls import gather_all
+from graphrag_lite.llm.errors import LLMCallError
 
 Item = TypeVar("Item")
 T = TypeVar("T")

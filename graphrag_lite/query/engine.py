@@ -24,7 +24,8 @@ from graphrag_lite.answer_parsing import ParseError, json_parser, strip_reasonin
 from graphrag_lite.config import BasicSearchConfig, GraphRagConfig, LocalSearchConfig, read_settings, resolve_config
 from graphrag_lite.context_tables import ContextTable, pack, render
 from graphrag_lite.errors import ConfigError, MissingIndex, index_command
-from graphrag_lite.llm.gateway import Gateway, LLMCallError
+from graphrag_lite.llm.errors import LLMCallError
+from graphrag_lite.llm.gateway import Gateway
 from graphrag_lite.llm.per_item import for_each
 from graphrag_lite.nlp.extractor import sentences
 from graphrag_lite.prompts import fill, section_prompt
@@ -218,7 +219,8 @@ class GraphRAG:
         before = self.gateway.ledger.totals("query_local_hop")
         try:
             reply = await self.gateway.chat(cfg.chat_model_id, [{"role": "user", "content": prompt}],
-                                            stage="query_local_hop", parse=follow_up_query)
+                                            stage="query_local_hop", step="next_hop",
+                                            parse=follow_up_query)
             query, problems = reply.value or "", []
         except LLMCallError as err:
             query, problems = "", [f"the model named no next hop, so the answer uses the rounds so far: {err}"]
@@ -307,7 +309,7 @@ class GraphRAG:
             messages = [{"role": "system", "content": fill(map_prompt, context_data=batch.render())},
                         {"role": "user", "content": question}]
             result = await self.gateway.chat(chat_model_id, messages, stage="query_global_map",
-                                             parse=json_parser(MapAnswer), json_mode=True)
+                                             step="map", parse=json_parser(MapAnswer), json_mode=True)
             return result.value.points
 
         done = await for_each(batches, map_one)
@@ -328,7 +330,8 @@ class GraphRAG:
             prompt = fill(template, question=question, report=report)
             try:
                 result = await self.gateway.chat(model_id, [{"role": "user", "content": prompt}],
-                                                 stage="query_global_rate", parse=parse_rating, json_mode=True)
+                                                 stage="query_global_rate", step="rate",
+                                                 parse=parse_rating, json_mode=True)
             except LLMCallError as err:
                 problems.append(f"rating a report failed, it was kept: {err}")
                 return None
@@ -374,7 +377,7 @@ class GraphRAG:
             return answer
         messages = [{"role": "system", "content": system}, {"role": "user", "content": question}]
         if on_piece is None:
-            return (await self.gateway.chat(model_id, messages, stage=stage, parse=answer_text)).value
+            return (await self.gateway.chat(model_id, messages, stage=stage, step="answer", parse=answer_text)).value
         pieces = []
         async for piece in self.gateway.stream(model_id, messages, stage=stage):
             pieces.append(piece)

@@ -10,7 +10,6 @@ from graphrag_lite.config import GraphRagConfig
 from graphrag_lite.errors import MissingIndex, index_command
 from graphrag_lite.names import normalize_name
 from graphrag_lite.query.graph_walk import EntityUnitGraph
-from graphrag_lite.stages import written_by
 from graphrag_lite.storage import OutputStore
 from graphrag_lite.tables import INDEX_TABLES, community_memberships, conform, unit_documents
 
@@ -31,6 +30,8 @@ class IndexTables:
             if not self.store.base_dir.is_dir() or not any(self.store.base_dir.glob("*.parquet")):
                 raise MissingIndex(f"no index in {self.store.base_dir}; build it with "
                                    f"`{index_command(self.config.root_dir)}`")
+            from graphrag_lite.stages import written_by  # the stage registry loads every stage: only on this error
+
             raise MissingIndex(
                 f"the index in {self.store.base_dir} has no `{name}` table (written by the {written_by(name)} stage); "
                 f"build it with `{index_command(self.config.root_dir)}` (it resumes where the index stopped)")

@@ -36,7 +36,7 @@ from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from graphrag_lite.context_tables import render
 from graphrag_lite.errors import ConfigError, GraphragLiteError
-from graphrag_lite.llm.gateway import LLMCallError
+from graphrag_lite.llm.errors import LLMCallError
 from graphrag_lite.llm.ledger import request_scope
 from graphrag_lite.query import SearchMethod
 from graphrag_lite.query.engine import DEFAULT_RESPONSE_TYPE, GraphRAG

@@ -18,7 +18,8 @@ import pandas as pd
 
 from graphrag_lite.answer_parsing import json_parser
 from graphrag_lite.graph.report_context import ChildReport, Context, ContextBuilder
-from graphrag_lite.llm.gateway import Gateway, gather_all
+from graphrag_lite.llm.calls import gather_all
+from graphrag_lite.llm.gateway import Gateway
 from graphrag_lite.llm.limits import PRIORITY
 from graphrag_lite.llm.per_item import attempt
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
@@ -137,8 +138,8 @@ class ReportWriter:
     async def _write(self, context: Context, advance: Callable[[], None]) -> tuple[Report | None, str]:
         assert self.gateway is not None
         messages = [{"role": "user", "content": fill(self.template, input_text=context.text)}]
-        done = await attempt(self.gateway.chat(self.model_id, messages, stage="community_reports", parse=self._parse,
-                                               json_mode=True), advance)
+        done = await attempt(self.gateway.chat(self.model_id, messages, stage="community_reports", step="report",
+                                               parse=self._parse, json_mode=True), advance)
         return (done.value.value, "ok") if done.value is not None else (None, str(done.error))
 
 

@@ -17,7 +17,8 @@ from collections.abc import Callable
 from graphrag_lite.answer_parsing import ParseError, strip_reasoning
 from graphrag_lite.config import SummarizeDescriptionsConfig
 from graphrag_lite.extraction.tuples import without_markers
-from graphrag_lite.llm.gateway import Gateway, gather_all
+from graphrag_lite.llm.calls import gather_all
+from graphrag_lite.llm.gateway import Gateway
 from graphrag_lite.llm.limits import PRIORITY
 from graphrag_lite.llm.per_item import for_each
 from graphrag_lite.pipeline import Stage, StageContext, StageResult
@@ -150,7 +151,7 @@ async def _summarize_batch(gateway: Gateway, cfg: SummarizeDescriptionsConfig, t
         return batch[0]
     prompt = fill(template, entity_name=subject, description_list="\n".join(sorted(batch)), max_length=cfg.max_length)
     result = await gateway.chat(cfg.model_id, [{"role": "user", "content": prompt}], stage="summarize_descriptions",
-                                parse=covering(subject, batch), max_tokens=cfg.max_completion_tokens)
+                                step="summarize", parse=covering(subject, batch), max_tokens=cfg.max_completion_tokens)
     return result.value
 
 

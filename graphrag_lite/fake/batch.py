@@ -1,5 +1,6 @@
 """The fake provider's batch endpoint: LiteLLM's four batch and file functions for `fake/...` models, which
-LiteLLM's own functions do not route to custom providers.
+LiteLLM's own functions do not route to custom providers. Each request line names its call's stage and step
+(`call`), as a plug-in's batch lines do, and is answered as the fake answers that call online.
 
     acreate_file(file=..., purpose="batch")            -> OpenAIFileObject
     acreate_batch(input_file_id=..., model=...)        -> LiteLLMBatch (status "validating")
@@ -37,7 +38,9 @@ from litellm.types.llms.openai import HttpxBinaryResponseContent, OpenAIFileObje
 from litellm.types.utils import LiteLLMBatch
 from openai.types.batch_request_counts import BatchRequestCounts
 
-from graphrag_lite.llm.fake import Options, answer, cut_at, provider_prompt_tokens
+from graphrag_lite.fake.answers import UnknownCall, answer
+from graphrag_lite.fake.options import Options
+from graphrag_lite.fake.provider import cut_at, provider_prompt_tokens
 
 SUBMISSIONS = "submissions.jsonl"
 
@@ -107,7 +110,10 @@ def _finish(batch: dict[str, Any]) -> dict[str, Any]:
         elif _share(request["custom_id"], "fail") < options.batch_fail:
             errors.append(_error_line(request["custom_id"], "server_error", "the fake failed this request"))
         else:
-            output.append(_answer_line(request, options))
+            try:
+                output.append(_answer_line(request, options))
+            except UnknownCall as err:  # as a provider refuses a request it cannot serve
+                errors.append(_error_line(request["custom_id"], "invalid_request", str(err)))
     batch.update(status=status, answered=len(output), failed=len(errors), output_file_id=_store_lines(output),
                  error_file_id=_store_lines(errors))
     return batch
@@ -115,8 +121,8 @@ def _finish(batch: dict[str, Any]) -> dict[str, Any]:
 
 def _answer_line(request: dict[str, Any], options: Options) -> dict[str, Any]:
     """A request answered as the fake answers it online (cut at max_tokens, with finish_reason "length")."""
-    body = request["body"]
-    text, finish = answer(body["messages"]), "stop"
+    body, call = request["body"], request.get("call") or {}
+    text, finish = answer(body["messages"], (str(call.get("stage", "")), str(call.get("step", "")))), "stop"
     if _share(request["custom_id"], "invalid") < options.batch_invalid:  # what no stage accepts from any model
         text, finish = text[: len(text) // 2], "length"
     text, finish, completion = cut_at(text, finish, body.get("max_tokens"))

@@ -1,0 +1,36 @@
+"""The fake model as a plug-in provider (llm.providers.Provider), named by the entry point
+`graphrag_lite.providers: fake`. Loaded whenever a model string starts with `fake/`, before LiteLLM is: it
+imports the LiteLLM handler only when asked to register it."""
+
+from __future__ import annotations
+
+from typing import Any
+
+from graphrag_lite.fake.options import Options
+
+
+class FakeProvider:
+    """Offline and keyless; JSON output only with `?structured=1`; a batch API of its own (batch.py)."""
+
+    def register(self, litellm: Any, models: list[str]) -> None:
+        from graphrag_lite.fake import provider  # LiteLLM's handler: loaded with LiteLLM, not before
+
+        provider.register(models)
+
+    def needs_key(self, model: str) -> bool:
+        return False
+
+    def supported_params(self, model: str) -> set[str]:
+        """What the fake declares it takes (LiteLLM answers OpenAI's full list for any custom provider):
+        structured JSON output only with `?structured=1`, so `extract_graph.format: auto` picks tuples for it
+        unless a test asks otherwise."""
+        params = {"temperature", "max_tokens", "stream"}
+        return params | {"response_format"} if Options.parse(model).structured else params
+
+    def batch_api(self) -> Any:
+        from graphrag_lite.fake import batch  # the batch endpoint: loaded in batch mode only
+
+        return batch
+
+
+PROVIDER = FakeProvider()
