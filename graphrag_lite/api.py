@@ -13,7 +13,10 @@ from rich.console import Console
 
 from graphrag_lite.config import GraphRagConfig, Overrides, apply_overrides
 from graphrag_lite.errors import ConfigError
-from graphrag_lite.pipeline import RunSummary, configure, load_pipeline, run_pipeline
+from graphrag_lite.pipeline.definition import load_pipeline
+from graphrag_lite.pipeline.runner import RunSummary, run_pipeline
+from graphrag_lite.pipeline.settings import configure
+from graphrag_lite.stages import STAGES
 
 
 def build_index(config: str | Path | GraphRagConfig = ".", overrides: Overrides = (), method: str | None = None,
@@ -31,11 +34,9 @@ def build_index(config: str | Path | GraphRagConfig = ".", overrides: Overrides 
         except ValueError as err:
             raise ConfigError(f"build_index overrides: {err}") from None
         cfg.root_dir, cfg.settings_file = config.root_dir, config.settings_file
-        from graphrag_lite.stages import STAGES
-
         pipeline = load_pipeline(method or cfg.pipeline, STAGES, cfg.root_dir)
     else:
         path = Path(config)
         root, settings = (path.parent, path) if path.is_file() else (path, None)
-        cfg, pipeline = configure(root, settings, overrides, method)
+        cfg, pipeline = configure(STAGES, root, settings, overrides, method)
     return run_pipeline(cfg, pipeline, console or Console(quiet=True))

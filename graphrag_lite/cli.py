@@ -110,17 +110,20 @@ def build_index(out: Console, root: Path, config: Path | None, set_: list[str], 
                 dry_run: bool = False, batch: bool = False) -> int:
     """`index` and `update`: run the pipeline (or estimate it), and say how it ended; returns the exit code.
     Over an existing index, what changed in the input is listed before any model call."""
-    from graphrag_lite.pipeline import configure, indexed_pipeline, run_pipeline
-    from graphrag_lite.pipeline import dry_run as estimate_pipeline
+    from graphrag_lite.pipeline.definition import indexed_pipeline
+    from graphrag_lite.pipeline.dry_run import dry_run as estimate_pipeline
+    from graphrag_lite.pipeline.runner import run_pipeline
+    from graphrag_lite.pipeline.settings import configure
+    from graphrag_lite.stages import STAGES
 
-    cfg, pipeline = configure(root, config, set_, method)
+    cfg, pipeline = configure(STAGES, root, config, set_, method)
     built_with = indexed_pipeline(cfg.output.base_dir)
     if update and built_with is None:
         raise MissingIndex(f"no index in {cfg.output.base_dir} to update; build it first with "
                            f"`{index_command(root)}`")
     if built_with is not None and built_with[0] != pipeline.name:
         if update and method is None:  # an update keeps the method of the index it updates
-            cfg, pipeline = configure(root, config, set_, built_with[1])
+            cfg, pipeline = configure(STAGES, root, config, set_, built_with[1])
         else:
             out.print(f"[yellow]note:[/yellow] the index in {cfg.output.base_dir} was built with the "
                       f"{built_with[0]} method; this run uses {pipeline.name}, and re-runs what it changes "
@@ -134,11 +137,11 @@ def build_index(out: Console, root: Path, config: Path | None, set_: list[str], 
     if dry_run:
         print_estimates(estimate_pipeline(cfg, pipeline, out, use_cache=not no_cache), batch)
         return 0
-    started, since = time.perf_counter(), time.time()
+    started = time.perf_counter()
     with batch_progress(out, cfg):
         summary = run_pipeline(cfg, pipeline, out, force=force, from_stage=from_stage, use_cache=not no_cache)
     print_run_end(out, summary, next_query(cfg, root, config), time.perf_counter() - started)
-    print_batch_end(out, summary, since)
+    print_batch_end(out, summary)
     if summary.problems:
         out.print(f"[yellow]{summary.problems} {'problem' if summary.problems == 1 else 'problems'}[/yellow], "
                   f"listed in {summary.output_dir}/stats.json")
@@ -194,30 +197,24 @@ class _ConsoleLines(logging.Handler):
         self.out.print(f"[{style}]{escape(record.getMessage())}[/{style}]", highlight=False)
 
 
-def print_batch_end(out: Console, summary: Any, since: float) -> None:
-    """What the run that started at `since` sent by batch and online (a --batch run), on the terminal and in
-    stats.json; after a run that finished, with --batch or not, no call waits for the batches kept any more:
-    they are forgotten, and named so they can be cancelled at the provider."""
-    from graphrag_lite.llm.batch_store import BATCH_FILE, BatchStore, describe_run
-    from graphrag_lite.pipeline import STATS_FILE
-    from graphrag_lite.storage import read_json, write_json
+def print_batch_end(out: Console, summary: Any) -> None:
+    """What the run sent by batch and online (a --batch run); after a run that finished, with --batch or not,
+    the batches earlier runs left, which no call waits for any more (named, to cancel at the provider)."""
+    from graphrag_lite.llm.batch_store import describe_run
     from graphrag_lite.words import counted
 
-    store = BatchStore(summary.output_dir / BATCH_FILE)
-    if counts := store.last_run(since):
-        out.print(describe_run(counts), highlight=False)
-        stats = read_json(summary.output_dir / STATS_FILE)
-        write_json(summary.output_dir / STATS_FILE, {**stats, "batch": counts})
-    if summary.status.startswith("completed") and (dropped := store.forget()):
+    if summary.batches:
+        out.print(describe_run(summary.batches), highlight=False)
+    if dropped := summary.forgotten_batches:
         out.print(f"[yellow]note:[/yellow] no call of this index needs the {counted(len(dropped), 'batch')} left by "
-                  f"earlier runs ({', '.join(b['id'] for b in dropped)}); cancel them at the provider if they still "
-                  "run", highlight=False)
+                  f"earlier runs ({', '.join(dropped)}); cancel them at the provider if they still run",
+                  highlight=False)
 
 
 def _print_pending_changes(out: Console, cfg: Any) -> None:
     """What an update will do, before any call: the documents changed since the last run, or, when that run
     was interrupted after reading the input, the changes it still has to finish."""
-    from graphrag_lite.pipeline import last_run, unfinished
+    from graphrag_lite.pipeline.records import last_run, unfinished
     from graphrag_lite.stages.load_documents import changes_since_last_run, describe_changes
 
     changes = changes_since_last_run(cfg) or {}
@@ -490,7 +487,7 @@ def next_query(cfg: GraphRagConfig, root: Path, config: Path | None) -> str:
 def print_run_end(out: Console, summary: Any, next_command: str, seconds: float) -> None:
     """The end of an index run: the time, the cost, GraphRAG's tables (not every intermediate one: those are
     kept for resuming) and the command to try next."""
-    from graphrag_lite.pipeline import describe_llm_totals
+    from graphrag_lite.pipeline.display import describe_llm_totals
     from graphrag_lite.tables import INDEX_TABLES
 
     rows = {t: n for s in summary.stages.values() for t, n in s.get("rows_out", {}).items()}
@@ -606,7 +603,8 @@ def _query(method: str, question: str, root: Path, config: Path | None, set_: li
     import json
 
     from graphrag_lite.config import no_model_overrides
-    from graphrag_lite.pipeline import describe_llm_totals, print_compat_notes
+    from graphrag_lite.pipeline.checks import print_compat_notes
+    from graphrag_lite.pipeline.display import describe_llm_totals
     from graphrag_lite.query.engine import GraphRAG
     from graphrag_lite.query.hops import describe_round
 

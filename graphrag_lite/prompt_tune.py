@@ -296,7 +296,9 @@ def text_units(config: GraphRagConfig) -> pd.DataFrame:
     (an index there is left as it was; its finished chunking is reused)."""
     from rich.console import Console
 
-    from graphrag_lite.pipeline import Pipeline, run_pipeline, scratch_copy
+    from graphrag_lite.pipeline.definition import Pipeline
+    from graphrag_lite.pipeline.dry_run import scratch_copy
+    from graphrag_lite.pipeline.runner import run_pipeline
     from graphrag_lite.stages import STAGES
     from graphrag_lite.storage import OutputStore
 

@@ -102,7 +102,7 @@ def test_a_large_library_is_imported_without_collections_and_the_collector_is_le
 GATEWAY_PROBE = """
 import gc, sys
 from graphrag_lite.config import GraphRagConfig, ModelConfig
-from graphrag_lite.pipeline import ModelAccess
+from graphrag_lite.pipeline.model_access import ModelAccess
 collections = []
 gc.callbacks.append(lambda phase, info: collections.append(info["generation"]) if phase == "start" else None)
 access = ModelAccess(GraphRagConfig(models={"default_chat_model": ModelConfig(model="fake/default")}),

@@ -270,7 +270,8 @@ def test_an_index_run_keeps_a_log_of_every_stage_problem_and_retry_and_ends_with
 def test_every_stage_that_takes_time_shows_progress_model_or_not(tmp_path: Path, cli, monkeypatch):
     import contextlib
 
-    from graphrag_lite.pipeline import StageContext, _spend
+    from graphrag_lite.pipeline.contract import StageContext
+    from graphrag_lite.pipeline.display import spend_text as _spend
 
     seen: dict[str, list[int]] = {}
     original = StageContext.bar

@@ -298,7 +298,7 @@ def test_streaming_yields_pieces_then_serves_the_cache(tmp_path):
 
 def test_prompt_tokens_the_provider_served_from_its_cache_are_counted_and_priced_at_its_rate(tmp_path):
     from graphrag_lite.fake.options import FAKE_INPUT_PRICE, FAKE_OUTPUT_PRICE
-    from graphrag_lite.pipeline import describe_llm_totals
+    from graphrag_lite.pipeline.display import describe_llm_totals
 
     instructions = "Extract every entity of the text below. " * 300  # the static part: well over 1,024 tokens
     prompts = [f"{instructions}\n-Text-\nThe ferry left Ostra at {hour} o'clock." for hour in range(3)]
@@ -385,7 +385,7 @@ def test_an_embedding_batch_the_provider_refuses_as_too_large_is_halved_for_the_
     assert STATS.embeddings <= refused_at_20 + 2 * 2 + 40 // 5
     totals = gateway.ledger.totals()
     assert totals["failed_attempts"] == STATS.embeddings - 40 // 5  # every refusal counted, none billed
-    from graphrag_lite.pipeline import describe_llm_totals
+    from graphrag_lite.pipeline.display import describe_llm_totals
 
     assert f"{totals['failed_attempts']} attempts refused or failed" in describe_llm_totals(totals)  # on the terminal
     STATS.reset()

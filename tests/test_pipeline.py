@@ -6,7 +6,9 @@ from rich.console import Console
 
 from graphrag_lite.config import load_config
 from graphrag_lite.errors import PipelineError
-from graphrag_lite.pipeline import Stage, StageResult, load_pipeline, run_pipeline
+from graphrag_lite.pipeline.contract import Stage, StageResult
+from graphrag_lite.pipeline.definition import load_pipeline
+from graphrag_lite.pipeline.runner import run_pipeline
 from graphrag_lite.stages import STAGES
 from graphrag_lite.storage import OutputStore, atomic_path
 
@@ -182,7 +184,7 @@ def test_every_run_writes_its_effective_settings_beside_the_index(tmp_path, cli)
     """settings.yaml under the pipeline's settings under --set, resolved, in output/settings.effective.yaml:
     loaded back as a settings file it gives the same configuration; the API key is not written."""
     from graphrag_lite.config import load_config
-    from graphrag_lite.pipeline import EFFECTIVE_SETTINGS_FILE, configure
+    from graphrag_lite.pipeline.settings import EFFECTIVE_SETTINGS_FILE, configure
     from tests.conftest import SAMPLE, add_inputs, write_settings
 
     root = add_inputs(tmp_path / "p", SAMPLE)
@@ -192,7 +194,7 @@ def test_every_run_writes_its_effective_settings_beside_the_index(tmp_path, cli)
     assert result.exit_code == 0, result.output
     written = (root / "output" / EFFECTIVE_SETTINGS_FILE).read_text(encoding="utf-8")
     assert "sk-secret-123" not in written and "pipeline fast" in written
-    effective, _ = configure(root, None, ["chunking.size=300"], "fast")
+    effective, _ = configure(STAGES, root, None, ["chunking.size=300"], "fast")
     again = load_config(root, root / "output" / EFFECTIVE_SETTINGS_FILE)
     assert again.chunking.size == 300 and again.pipeline == effective.pipeline
     skip = {"models", "root_dir"}
@@ -213,7 +215,7 @@ def test_the_stages_of_a_run_share_one_event_loop(tmp_path):
     import asyncio
 
     from graphrag_lite.config import GraphRagConfig
-    from graphrag_lite.pipeline import ModelAccess
+    from graphrag_lite.pipeline.model_access import ModelAccess
 
     async def running_loop() -> asyncio.AbstractEventLoop:
         return asyncio.get_running_loop()
@@ -229,7 +231,7 @@ def test_a_key_read_from_the_environment_is_written_as_its_variable_and_a_hidden
                                                                                                   monkeypatch):
     from graphrag_lite.config import ModelConfig
     from graphrag_lite.llm.providers import key_problem
-    from graphrag_lite.pipeline import EFFECTIVE_SETTINGS_FILE
+    from graphrag_lite.pipeline.settings import EFFECTIVE_SETTINGS_FILE
     from tests.conftest import SAMPLE, add_inputs, write_settings
 
     monkeypatch.setenv("TRIAL_KEY", "sk-from-the-environment")
@@ -256,7 +258,8 @@ def test_a_key_read_from_the_environment_is_written_as_its_variable_and_a_hidden
 def test_a_run_that_fails_does_not_change_how_the_index_is_queried(tmp_path, cli):
     """stats.json keeps the pipeline of the last run that finished (`built_with`): a standard run stopped by
     an authentication failure over a fast index leaves it a fast index, queried with the fast settings."""
-    from graphrag_lite.pipeline import indexed_pipeline, last_run
+    from graphrag_lite.pipeline.definition import indexed_pipeline
+    from graphrag_lite.pipeline.records import last_run
     from graphrag_lite.query.engine import GraphRAG
     from tests.conftest import sample_project
 
@@ -288,7 +291,7 @@ def test_a_settings_file_belongs_to_the_nearest_project_above_it(tmp_path):
 def test_the_effective_settings_of_a_pipeline_file_and_of_graphrag_3_keys_run_again(tmp_path, cli, monkeypatch):
     """A pipeline chosen by file is written by its full path, and a Microsoft GraphRAG 3.x file's key by its
     ${VAR}: loaded back from output/, both run as they did."""
-    from graphrag_lite.pipeline import EFFECTIVE_SETTINGS_FILE
+    from graphrag_lite.pipeline.settings import EFFECTIVE_SETTINGS_FILE
     from tests.conftest import REPO, sample_project
 
     monkeypatch.setenv("GRAPHRAG_API_KEY", "sk-from-the-environment")
@@ -306,7 +309,8 @@ def test_the_effective_settings_of_a_pipeline_file_and_of_graphrag_3_keys_run_ag
     (v3 / "settings.yaml").write_text((REPO / "tests" / "data" / "graphrag-settings" / "v3.yaml").read_text(
         encoding="utf-8"), encoding="utf-8")
     from graphrag_lite.config import load_config
-    from graphrag_lite.pipeline import load_pipeline, write_effective_settings
+    from graphrag_lite.pipeline.definition import load_pipeline
+    from graphrag_lite.pipeline.settings import write_effective_settings
     from graphrag_lite.stages import STAGES
 
     config = load_config(v3)
@@ -319,7 +323,9 @@ def test_the_effective_settings_of_a_pipeline_file_and_of_graphrag_3_keys_run_ag
 def test_an_item_that_ends_after_its_stage_bar_is_gone_is_ignored(project):
     # SIGTERM leaves a stage's model calls to be cancelled when the event loop closes, after the stage's bar
     # was removed: each then moved a bar that no longer existed (a KeyError traceback per call, hundreds)
-    from graphrag_lite.pipeline import ModelAccess, StageContext, progress_display
+    from graphrag_lite.pipeline.contract import StageContext
+    from graphrag_lite.pipeline.display import progress_display
+    from graphrag_lite.pipeline.model_access import ModelAccess
 
     config = load_config(project)
     ctx = StageContext(config=config, store=OutputStore(config.output.base_dir),

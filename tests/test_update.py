@@ -181,7 +181,7 @@ def test_a_renamed_document_costs_no_model_call(tmp_path: Path, cli):
 def test_an_interrupted_update_resumes_and_ends_as_an_uninterrupted_one(tmp_path: Path, cli, monkeypatch):
     import shutil
 
-    from graphrag_lite.pipeline import Stage
+    from graphrag_lite.pipeline.contract import Stage
     from graphrag_lite.stages import STAGES
 
     reference = indexed(tmp_path, cli, UNRELATED[:3], "reference")
@@ -248,7 +248,7 @@ def test_an_update_estimates_only_what_the_cache_does_not_hold_and_keeps_the_ind
 
 def test_a_resumed_update_says_what_it_still_has_to_finish_and_an_empty_input_keeps_the_index(tmp_path: Path, cli,
                                                                                              monkeypatch):
-    from graphrag_lite.pipeline import Stage
+    from graphrag_lite.pipeline.contract import Stage
     from graphrag_lite.stages import STAGES
 
     root = indexed(tmp_path, cli, UNRELATED[:3])

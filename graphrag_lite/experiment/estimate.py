@@ -17,7 +17,9 @@ from rich.console import Console
 from graphrag_lite.config import GraphRagConfig
 from graphrag_lite.estimate import CallEstimate
 from graphrag_lite.experiment.runner import ExperimentPlan, PlannedVariant
-from graphrag_lite.pipeline import STATE_FILE, dry_run, stage_fingerprint
+from graphrag_lite.pipeline.dry_run import dry_run
+from graphrag_lite.pipeline.fingerprints import stage_fingerprint
+from graphrag_lite.pipeline.records import STATE_FILE
 from graphrag_lite.storage import read_json
 
 

@@ -11,7 +11,7 @@ import pandas as pd
 from graphrag_lite.evaluation.evaluate import QuestionResult, summary_table
 from graphrag_lite.evaluation.index_quality import index_figures
 from graphrag_lite.evaluation.judge import win_rates
-from graphrag_lite.pipeline import STATS_FILE
+from graphrag_lite.pipeline.records import STATS_FILE
 from graphrag_lite.storage import read_json
 
 

@@ -27,7 +27,7 @@ from graphrag_lite.experiment.runner import (
     plan_experiment,
     remaining_budget,
 )
-from graphrag_lite.pipeline import progress_display
+from graphrag_lite.pipeline.display import progress_display
 from graphrag_lite.storage import write_json
 
 RESULTS = "results.parquet"

@@ -25,7 +25,12 @@ from graphrag_lite.evaluation.questions import Question, load_questions, questio
 from graphrag_lite.experiment.spec import ExperimentSpec, Variant, expand_variants, load_spec
 from graphrag_lite.ids import json_digest
 from graphrag_lite.llm.ledger import BudgetExceeded
-from graphrag_lite.pipeline import QUERY_SECTIONS, STATE_FILE, Pipeline, configure, reusable_prefix, run_pipeline
+from graphrag_lite.pipeline.definition import QUERY_SECTIONS, Pipeline
+from graphrag_lite.pipeline.fingerprints import reusable_prefix
+from graphrag_lite.pipeline.records import STATE_FILE
+from graphrag_lite.pipeline.runner import run_pipeline
+from graphrag_lite.pipeline.settings import configure
+from graphrag_lite.stages import STAGES
 from graphrag_lite.storage import OutputStore, link_or_copy, read_json, write_json
 from graphrag_lite.version import __version__
 
@@ -98,7 +103,8 @@ def plan_experiment(path: Path) -> ExperimentPlan:
 
 def _plan_variant(spec: ExperimentSpec, path: Path, variant: Variant) -> PlannedVariant:
     try:
-        config, pipeline = configure(spec.project, spec.settings, variant.overrides, overrides_from=variant.sources)
+        config, pipeline = configure(STAGES, spec.project, spec.settings, variant.overrides,
+                                     overrides_from=variant.sources)
     except PipelineFileError as err:
         where = variant.sources.get("pipeline", f"{path}, variant '{variant.name}'")
         raise PipelineFileError(f"{where}: {err}") from None

@@ -36,7 +36,7 @@ from graphrag_lite.extraction.tuples import COMPLETION_DELIMITER, ParsedReply
 from graphrag_lite.llm.errors import LLMCallError
 from graphrag_lite.llm.gateway import Gateway
 from graphrag_lite.llm.per_item import for_each
-from graphrag_lite.pipeline import StageResult
+from graphrag_lite.pipeline.contract import StageResult
 from graphrag_lite.prompts import fill
 from graphrag_lite.tokens import count_tokens
 

@@ -108,11 +108,6 @@ class Batcher:
         self.counts[call[0]]["online" if answer is None else "batched"] += 1
         return answer
 
-    def close(self) -> None:
-        """Record what this run sent by batch and online (the command's summary and stats.json read it)."""
-        if self.counts:
-            self.store.record_run({stage: dict(counts) for stage, counts in self.counts.items()})
-
     # ------------------------------------------------------------ collecting and sending
 
     def _collect(self, model_id: str, model: ModelConfig, messages: list[dict[str, str]], args: dict[str, Any],

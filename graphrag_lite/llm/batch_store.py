@@ -3,7 +3,6 @@ yet (a stopped run's next run re-attaches to them instead of sending their calls
 
 from __future__ import annotations
 
-import time
 from collections import Counter
 from pathlib import Path
 from typing import Any
@@ -15,8 +14,7 @@ BATCH_FILE = "llm_batches.json"
 
 
 class BatchStore:
-    """OUTPUT/llm_batches.json: the batches sent and not delivered yet, with the custom_ids each holds, and
-    what the last run sent by batch and online."""
+    """OUTPUT/llm_batches.json: the batches sent and not delivered yet, with the custom_ids each holds."""
 
     def __init__(self, path: Path) -> None:
         self.path = path
@@ -44,16 +42,6 @@ class BatchStore:
         if dropped:
             write_json(self.path, data)
         return dropped
-
-    def record_run(self, counts: dict[str, dict[str, int]]) -> None:
-        data = self._read()
-        data["last_run"] = {"finished": time.time(), "stages": counts}
-        write_json(self.path, data)
-
-    def last_run(self, since: float) -> dict[str, dict[str, int]]:
-        """Per stage, what the last run that finished after `since` (a time.time()) sent by batch and online."""
-        run = self._read().get("last_run") or {}
-        return dict(run["stages"]) if run.get("finished", 0.0) >= since else {}
 
 
 def pending(output_dir: Path) -> list[dict[str, Any]]:

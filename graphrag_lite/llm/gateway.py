@@ -309,7 +309,5 @@ class Gateway:
         return {"cache_control_injection_points": ANTHROPIC_CACHE_POINTS} if marks_prompt_cache(model.model) else {}
 
     def close(self) -> None:
-        if self.batcher is not None:
-            self.batcher.close()
         if self.cache is not None:
             self.cache.close()

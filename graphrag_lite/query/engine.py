@@ -104,7 +104,7 @@ class GraphRAG:
                     use_cache: bool = True) -> GraphRAG:
         """Settings from the project's settings file, under the query settings the method that built the
         index recommends (pipelines/fast.yaml's, for a fast index), under `overrides`."""
-        from graphrag_lite.pipeline import recommended_query_settings
+        from graphrag_lite.pipeline.definition import recommended_query_settings
 
         path, data = read_settings(Path(root), Path(config) if config else None)  # the file read once
         loaded = resolve_config(path, copy.deepcopy(data), overrides)

@@ -27,7 +27,7 @@ fast pipeline (pipelines/fast.yaml), no model: the same stages, except
 9. community_reports_extractive  communities, entities, relationships, text_units -> community_reports
 """
 
-from graphrag_lite.pipeline import Stage
+from graphrag_lite.pipeline.contract import Stage
 from graphrag_lite.stages import (
     chunk_text,
     cluster_graph,

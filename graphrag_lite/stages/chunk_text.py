@@ -16,7 +16,7 @@ import pandas as pd
 from graphrag_lite.config import ChunkingConfig
 from graphrag_lite.errors import ConfigError
 from graphrag_lite.ids import kept_numbers
-from graphrag_lite.pipeline import Stage, StageContext, StageResult
+from graphrag_lite.pipeline.contract import Stage, StageContext, StageResult
 from graphrag_lite.tables import INDEX_TABLES
 from graphrag_lite.tokens import get_encoding, token_byte_lengths
 

@@ -13,7 +13,7 @@ import pandas as pd
 
 from graphrag_lite.graph.cluster import Community, Memo, Previous, build_graph, hierarchical_leiden
 from graphrag_lite.ids import kept_numbers, stable_id
-from graphrag_lite.pipeline import Stage, StageContext, StageResult
+from graphrag_lite.pipeline.contract import Stage, StageContext, StageResult
 from graphrag_lite.tables import INDEX_TABLES
 
 COMMUNITY_COLUMNS = list(INDEX_TABLES["communities"])

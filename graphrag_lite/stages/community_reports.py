@@ -22,7 +22,7 @@ from graphrag_lite.llm.calls import gather_all
 from graphrag_lite.llm.gateway import Gateway
 from graphrag_lite.llm.limits import PRIORITY
 from graphrag_lite.llm.per_item import attempt
-from graphrag_lite.pipeline import Stage, StageContext, StageResult
+from graphrag_lite.pipeline.contract import Stage, StageContext, StageResult
 from graphrag_lite.prompts import fill, section_prompt
 from graphrag_lite.tables import COLUMN, REPORT_COLUMNS, CommunityRow, Report, placed_report, report_row, typed_records
 

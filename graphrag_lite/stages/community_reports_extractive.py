@@ -17,7 +17,7 @@ import pandas as pd
 
 from graphrag_lite.names import normalize_name
 from graphrag_lite.nlp.extractor import sentences
-from graphrag_lite.pipeline import Stage, StageContext, StageResult
+from graphrag_lite.pipeline.contract import Stage, StageContext, StageResult
 from graphrag_lite.tables import REPORT_COLUMNS, CommunityRow, Finding, Report, report_row, typed_records
 
 MAX_FINDINGS = 5

@@ -23,7 +23,7 @@ import pandas as pd
 from graphrag_lite.config import GraphRagConfig
 from graphrag_lite.estimate import CallEstimate
 from graphrag_lite.llm.calls import gather_all
-from graphrag_lite.pipeline import Stage, StageContext, StageResult
+from graphrag_lite.pipeline.contract import Stage, StageContext, StageResult
 from graphrag_lite.storage import read_json, write_json
 from graphrag_lite.vector_store import (
     MANIFEST,

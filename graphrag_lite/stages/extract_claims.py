@@ -19,7 +19,7 @@ from graphrag_lite.extraction.gleaning import (
     extraction_result,
 )
 from graphrag_lite.extraction.tuples import COMPLETION_DELIMITER, RECORD_DELIMITER, TUPLE_DELIMITER, parse_claims_reply
-from graphrag_lite.pipeline import Stage, StageContext, StageResult
+from graphrag_lite.pipeline.contract import Stage, StageContext, StageResult
 from graphrag_lite.prompts import fill, section_prompt
 
 CLAIM_COLUMNS = ["text_unit_id", "subject", "object", "type", "status", "start_date", "end_date", "description",

@@ -27,7 +27,7 @@ from graphrag_lite.extraction.tuples import (
     parse_graph_reply,
 )
 from graphrag_lite.llm.gateway import Gateway
-from graphrag_lite.pipeline import Stage, StageContext, StageResult
+from graphrag_lite.pipeline.contract import Stage, StageContext, StageResult
 from graphrag_lite.prompts import fill, section_prompt
 
 ENTITY_COLUMNS = ["text_unit_id", "name", "type", "description"]

@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from graphrag_lite.nlp.cooccurrence import extract_nlp_graph
-from graphrag_lite.pipeline import Stage, StageContext, StageResult
+from graphrag_lite.pipeline.contract import Stage, StageContext, StageResult
 
 
 def run(ctx: StageContext) -> StageResult:

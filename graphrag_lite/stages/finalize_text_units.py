@@ -9,7 +9,7 @@ import pandas as pd
 
 from graphrag_lite.ids import kept_numbers, stable_id
 from graphrag_lite.names import normalize_name
-from graphrag_lite.pipeline import Stage, StageContext, StageResult
+from graphrag_lite.pipeline.contract import Stage, StageContext, StageResult
 from graphrag_lite.tables import INDEX_TABLES
 
 COVARIATE_COLUMNS = list(INDEX_TABLES["covariates"])

@@ -5,7 +5,7 @@ from __future__ import annotations
 
 import pandas as pd
 
-from graphrag_lite.pipeline import Stage, StageContext, StageResult
+from graphrag_lite.pipeline.contract import Stage, StageContext, StageResult
 
 MAX_CHARACTERS = 600
 

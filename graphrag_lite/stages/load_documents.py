@@ -35,7 +35,9 @@ import pandas as pd
 from graphrag_lite.config import GraphRagConfig, InputConfig
 from graphrag_lite.errors import InputError
 from graphrag_lite.ids import kept_numbers
-from graphrag_lite.pipeline import Stage, StageContext, StageResult, read_state, stage_fingerprint
+from graphrag_lite.pipeline.contract import Stage, StageContext, StageResult
+from graphrag_lite.pipeline.fingerprints import stage_fingerprint
+from graphrag_lite.pipeline.records import read_state
 from graphrag_lite.storage import OutputStore
 from graphrag_lite.tables import records
 

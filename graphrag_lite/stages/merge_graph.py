@@ -9,7 +9,7 @@ from graphrag_lite.graph import confirm
 from graphrag_lite.graph.merge import MergeResult, merge_graph
 from graphrag_lite.graph.overrides import AliasOverrides, read_alias_overrides
 from graphrag_lite.graph.resolution import GENERIC_WORDS
-from graphrag_lite.pipeline import Stage, StageContext, StageResult
+from graphrag_lite.pipeline.contract import Stage, StageContext, StageResult
 from graphrag_lite.prompts import section_prompt
 
 MODEL_CHOSE = "chosen by the model among several longer names"

@@ -21,7 +21,7 @@ from graphrag_lite.llm.calls import gather_all
 from graphrag_lite.llm.gateway import Gateway
 from graphrag_lite.llm.limits import PRIORITY
 from graphrag_lite.llm.per_item import for_each
-from graphrag_lite.pipeline import Stage, StageContext, StageResult
+from graphrag_lite.pipeline.contract import Stage, StageContext, StageResult
 from graphrag_lite.prompts import fill, section_prompt
 from graphrag_lite.tokens import count_tokens
 
