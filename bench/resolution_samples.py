@@ -28,8 +28,8 @@ from musique_graph import DEFAULT as MUSIQUE
 from musique_graph import raw_tables
 from shared_data import shared_path
 
+from graphrag_lite.alias_overrides import NORMALIZED
 from graphrag_lite.graph.merge import merge_graph
-from graphrag_lite.graph.overrides import NORMALIZED
 from graphrag_lite.names import normalize_name
 
 

@@ -333,8 +333,8 @@ def aliases(
     verbose: VerboseOption = False,
 ) -> None:
     """Review entity resolution: the merges it made, with their reasons and counts, or the names it left apart."""
+    from graphrag_lite.alias_overrides import NORMALIZED, write_alias_overrides
     from graphrag_lite.config import load_config
-    from graphrag_lite.graph.overrides import NORMALIZED, write_alias_overrides
     from graphrag_lite.names import normalize_name
     from graphrag_lite.storage import OutputStore
 

@@ -681,7 +681,8 @@ def config_from_data(data: dict[str, Any], path: Path, overrides: Overrides = ()
         cfg.vector_store.db_uri = str((path.parent / cfg.vector_store.db_uri).resolve())
     check_model_references(cfg, path.name)
     if cfg.entity_resolution.overrides is not None:  # a broken overrides file is found before any model call
-        from graphrag_lite.graph.overrides import read_alias_overrides
+        from graphrag_lite.alias_overrides import read_alias_overrides  # with pandas: only for a project with one
+
         read_alias_overrides(cfg.entity_resolution.overrides)
     return cfg
 

@@ -7,9 +7,9 @@ from pathlib import Path
 import pandas as pd
 import pytest
 
+from graphrag_lite.alias_overrides import read_alias_overrides
 from graphrag_lite.errors import ConfigError
 from graphrag_lite.graph.merge import merge_graph
-from graphrag_lite.graph.overrides import read_alias_overrides
 from tests.conftest import check_index, write_settings
 from tests.test_resolution import entities, relationships
 
@@ -61,7 +61,7 @@ def test_overrides_merge_across_types_and_keep_apart_what_the_rules_would_join(t
 
 
 def test_a_name_kept_apart_from_its_canonical_leaves_even_through_a_chain():
-    from graphrag_lite.graph.overrides import AliasOverrides
+    from graphrag_lite.alias_overrides import AliasOverrides
 
     keep_apart = AliasOverrides(never=frozenset({frozenset({"NORTHWIND", "NORTHWIND LOGISTICS GROUP"})}))
     merged = merge_graph(
@@ -122,7 +122,7 @@ def test_spreadsheet_habits_are_read_and_a_non_utf8_file_is_named(tmp_path):
 
 
 def test_a_users_merge_is_never_the_one_undone_for_a_rules_merge_and_loops_are_refused():
-    from graphrag_lite.graph.overrides import AliasOverrides
+    from graphrag_lite.alias_overrides import AliasOverrides
 
     rows = entities(("u1", "Irene Adler", "PERSON", "A singer"), ("u1", "Miss Adler", "PERSON", "Same"),
                     ("u1", "Adler", "PERSON", "Who?"))

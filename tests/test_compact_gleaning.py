@@ -23,10 +23,10 @@ from graphrag_lite.extraction.gleaning import (
     FOUND_NAMES,
     ExtractionRequest,
     UnitOutcome,
-    checked,
     extract_units,
     follow_up,
 )
+from graphrag_lite.extraction.replies import checked
 from graphrag_lite.extraction.tuples import parse_graph_reply
 from graphrag_lite.fake.script import scripted
 from graphrag_lite.graph.merge import merge_graph

@@ -525,7 +525,7 @@ def test_content_filter_refusals_do_not_stop_the_run(tmp_path):
                                              ("All entities seem to be extracted.\n\nN", False),
                                              ("Y - some relationships were missed", True)])
 def test_the_check_for_more_records_reads_how_models_answer_it(reply, more):
-    from graphrag_lite.extraction.gleaning import yes_or_no
+    from graphrag_lite.extraction.replies import yes_or_no
 
     assert yes_or_no(reply) is more
 
@@ -534,7 +534,7 @@ def test_the_check_for_more_records_reads_how_models_answer_it(reply, more):
                                    "Yesterday's meeting was mentioned.", "I can't answer yes or no for sure."])
 def test_a_check_answer_with_no_y_or_n_is_asked_again_not_guessed(reply):
     from graphrag_lite.answer_parsing import ParseError
-    from graphrag_lite.extraction.gleaning import yes_or_no
+    from graphrag_lite.extraction.replies import yes_or_no
 
     with pytest.raises(ParseError, match="single letter"):
         yes_or_no(reply)

@@ -25,9 +25,9 @@ from graphrag_lite.extraction.gleaning import (
     CONTINUE_GRAPH,
     ExtractionRequest,
     UnitOutcome,
-    checked,
     extract_units,
 )
+from graphrag_lite.extraction.replies import checked
 from graphrag_lite.extraction.tuples import parse_claims_reply, parse_graph_json, parse_graph_reply
 from graphrag_lite.fake.script import scripted
 from graphrag_lite.llm.errors import LLMCallError

@@ -23,22 +23,18 @@ Entities whose names are not in the text unit are then dropped (grounding.py).
 
 from __future__ import annotations
 
-import re
 from collections.abc import Callable
 from dataclasses import dataclass, field
 
 import pandas as pd
 
-from graphrag_lite.answer_parsing import ParseError, strip_reasoning
-from graphrag_lite.estimate import REPLY_TO_INPUT_RATIO, CallEstimate, gleaning_estimate
-from graphrag_lite.extraction.grounding import Grounding, ground, normalize
+from graphrag_lite.extraction.grounding import Grounding, ground
+from graphrag_lite.extraction.replies import MarkerHabit, checked, yes_or_no
 from graphrag_lite.extraction.tuples import COMPLETION_DELIMITER, ParsedReply
 from graphrag_lite.llm.errors import LLMCallError
 from graphrag_lite.llm.gateway import Gateway
 from graphrag_lite.llm.per_item import for_each
-from graphrag_lite.pipeline.contract import StageResult
 from graphrag_lite.prompts import fill
-from graphrag_lite.tokens import count_tokens
 
 CONTINUE_GRAPH = ("MANY entities and relationships were missed in the last extraction. Remember to ONLY emit "
                   "entities that match any of the previously extracted types. Add them below using the same format:\n")
@@ -53,24 +49,6 @@ COMPACT_GRAPH_JSON = _MISSED + ('Answer with one JSON object of the same shape a
                                 '"relationships": [...]}, holding only what was missed.\n')
 LOOP_CHECK = ("It appears some entities, relationships or claims may have still been missed. Answer Y if there "
               "are still some that need to be added, or N if there are none. Answer with a single letter, Y or N.\n")
-ECHO_SHARE = 0.5  # an answer most of whose word triples come from the input text is an echo
-
-
-@dataclass
-class MarkerHabit:
-    """Whether the model ends its answers with the completion marker. Once it plainly does, an answer
-    without the marker is suspect: cut off at a record boundary, it would look complete otherwise."""
-
-    with_marker: int = 0
-    without: int = 0
-
-    def observe(self, parsed: ParsedReply) -> None:
-        if parsed.records:
-            self.with_marker += parsed.complete
-            self.without += not parsed.complete
-
-    def expected(self) -> bool:
-        return self.with_marker >= 5 and self.without <= 0.1 * self.with_marker
 
 
 @dataclass(frozen=True)
@@ -103,114 +81,8 @@ class UnitOutcome:
     grounding: Grounding = field(default_factory=Grounding)
 
 
-def checked(parse: Callable[[str], ParsedReply], source: str, follow_up: bool,
-            habit: MarkerHabit | None = None) -> Callable[[str], ParsedReply]:
-    """Accept what can be used; reject (so the gateway asks again, and never caches) an empty, cut-off,
-    echoed or record-less answer. To a follow-up, an answer with no records means there is nothing more."""
-
-    def parse_checked(text: str) -> ParsedReply:
-        if not strip_reasoning(text).strip():
-            raise ParseError("the answer is empty")
-        parsed = parse(text)
-        if parsed.truncated:
-            raise ParseError("the answer stops in the middle of a record (it looks cut off); give the complete "
-                             "list and end it with the completion delimiter", partial=parsed)
-        if habit is not None and parsed.records and not parsed.complete and habit.expected():
-            raise ParseError("the answer has no completion delimiter, so it may be cut off; give the complete list "
-                             "and end it with the completion delimiter", partial=parsed)
-        if habit is not None:
-            habit.observe(parsed)
-        if not parsed.records and parsed.dropped:
-            raise ParseError(f"none of the records could be used (for example: {parsed.dropped[0][:150]})")
-        if parsed.records or parsed.complete or follow_up:
-            return parsed
-        if echoes(text, source):
-            raise ParseError("the answer repeats the input text; list the records in the required format instead")
-        raise ParseError("the answer has no records in the required format and no completion delimiter")
-
-    return parse_checked
-
-
-def echoes(answer: str, source: str) -> bool:
-    words = normalize(answer).split()
-    triples = {tuple(words[i:i + 3]) for i in range(len(words) - 2)}
-    if len(triples) < 10:
-        return False
-    known = normalize(source).split()
-    found = {tuple(known[i:i + 3]) for i in range(len(known) - 2)}
-    return len(triples & found) >= ECHO_SHARE * len(triples)
-
-
-def yes_or_no(text: str) -> bool:
-    """Y or N where models put it: first ("N.", "**Yes**", "No more"), after "answer" ("Answer: N", "The answer
-    is Y"), or alone on the last line after an explanation."""
-    answer = re.sub(r"[`*_\"']", "", strip_reasoning(text)).strip()
-    found = _FIRST_WORD.match(answer) or _AFTER_ANSWER.search(answer) or _LAST_LINE.search(answer)
-    if found is None:
-        raise ParseError("answer with a single letter, Y or N")
-    return found.group(1).upper().startswith("Y")
-
-
-_FIRST_WORD = re.compile(r"^\W*(Y|N|YES|NO)\b", re.IGNORECASE)
-_AFTER_ANSWER = re.compile(r"\banswer(?:\s+is|\s*:)\W*\b(Y|N|YES|NO)\b", re.IGNORECASE)
-_LAST_LINE = re.compile(r"(?:^|\n)\W*(Y|N|YES|NO)\W*$", re.IGNORECASE)
-
-
 def first_messages(request: ExtractionRequest, text: str) -> list[dict[str, str]]:
     return [{"role": "user", "content": fill(request.template, input_text=text)}]
-
-
-def _cached_calls(gateway: Gateway, request: ExtractionRequest, text: str) -> tuple[bool, int | None]:
-    """One unit's calls, followed through the cache as `extract_with_gleaning` makes them: whether all are
-    cached, and the tokens of the cached first answer (None when a run would ask for it)."""
-    history = first_messages(request, text)
-    answer = gateway.cached_answer(request.model_id, history, request.json_mode, request.max_tokens)
-    if answer is None:
-        return False, None
-    try:
-        parsed = checked(request.parse, text, False, request.habit)(answer)
-    except ParseError:  # the run's check refuses it: a run would ask again
-        return False, None
-    try:
-        return _gleanings_cached(gateway, request, text, [*history, {"role": "assistant", "content": answer}],
-                                 parsed), count_tokens(answer)
-    except ParseError:  # a cached follow-up a run would not use either: it asks again
-        return False, count_tokens(answer)
-
-
-def _gleanings_cached(gateway: Gateway, request: ExtractionRequest, text: str, history: list[dict[str, str]],
-                      parsed: ParsedReply) -> bool:
-    for gleaning in range(request.max_gleanings):
-        asked = follow_up(request, history, parsed, gleaning_prompt(request))
-        more = gateway.cached_answer(request.model_id, asked, request.json_mode, request.max_tokens)
-        if more is None:
-            return False
-        known = {e.name for e in parsed.entities}
-        parsed.extend(checked(request.parse, text, True, request.habit)(more))
-        if not request.compact:
-            history = [*asked, {"role": "assistant", "content": more}]
-        if _last_gleaning(request, gleaning, known, parsed):
-            break
-        check = gateway.cached_answer(request.model_id, follow_up(request, history, parsed, LOOP_CHECK),
-                                      max_tokens=request.max_tokens)
-        if check is None:
-            return False
-        if not yes_or_no(check):
-            break
-    return True
-
-
-def extraction_estimate(gateway: Gateway, request: ExtractionRequest, units: pd.DataFrame,
-                        reply_ratio: float = REPLY_TO_INPUT_RATIO) -> CallEstimate:
-    """A dry run's estimate of an extraction stage: the calls of every text unit the cache does not hold (an
-    update, or a run with other gleaning settings, sends only the rest). `reply_ratio`: an answer's tokens per
-    token of its text."""
-    base = count_tokens(fill(request.template, input_text=""))
-    asked = count_tokens((FOUND_NAMES.format(names="") if request.compact else "") + gleaning_prompt(request))
-    texts = [int(n) for n in units["n_tokens"]]
-    answered = [_cached_calls(gateway, request, text) for text in units["text"]]
-    return gleaning_estimate(request.stage, request.model_id, [base + n for n in texts], texts, answered,
-                             request.max_gleanings, asked, compact=request.compact, reply_ratio=reply_ratio)
 
 
 async def extract_with_gleaning(gateway: Gateway, request: ExtractionRequest, text: str) -> UnitOutcome:
@@ -273,7 +145,7 @@ async def _glean(gateway: Gateway, request: ExtractionRequest, text: str, histor
         outcome.parsed.extend(more.value)
         if not request.compact:  # a compact follow-up starts from the first prompt again, with the names so far
             history = [*asked, {"role": "assistant", "content": more.text}]
-        if _last_gleaning(request, gleaning, known, outcome.parsed):
+        if last_gleaning(request, gleaning, known, outcome.parsed):
             return
         outcome.calls += 1
         try:
@@ -287,7 +159,7 @@ async def _glean(gateway: Gateway, request: ExtractionRequest, text: str, histor
             return
 
 
-def _last_gleaning(request: ExtractionRequest, gleaning: int, known: set[str], parsed: ParsedReply) -> bool:
+def last_gleaning(request: ExtractionRequest, gleaning: int, known: set[str], parsed: ParsedReply) -> bool:
     """Whether no follow-up comes after this gleaning: it was the last allowed; or, compact, it named no new
     entity, so the next follow-up (the first prompt and the same names) would be this one again, byte for byte."""
     return gleaning == request.max_gleanings - 1 or (request.compact and not {e.name for e in parsed.entities} - known)
@@ -313,37 +185,4 @@ async def grounded_extraction(gateway: Gateway, request: ExtractionRequest, text
         outcome.grounding = ground(outcome.parsed, text)
     return outcome
 
-
-def extraction_result(outcomes: list[UnitOutcome], units: pd.DataFrame, tables: dict[str, pd.DataFrame],
-                      records: int, what: str) -> StageResult:
-    """The stage's result: its `tables`, and what it reports about its units (problems for the terminal and
-    stats.json, figures for the details; incomplete when a unit failed or was partly extracted)."""
-    readable = dict(zip(units["id"], units["human_readable_id"], strict=True))
-    problems, dropped, ungrounded, created = [], [], [], []
-    for outcome in outcomes:
-        unit = f"text unit {readable[outcome.text_unit_id]}"
-        if outcome.parsed is None:
-            problems.append(f"{unit}: extraction failed: {outcome.error}")
-            continue
-        problems += [f"{unit}: {p}" for p in outcome.partial]
-        dropped += [f"{unit}: {d}" for d in outcome.parsed.dropped]
-        ungrounded += [f"{unit}: {d}" for d in outcome.grounding.ungrounded]
-        created += [f"{unit}: {name}" for name in outcome.grounding.created]
-    failed = sum(o.parsed is None for o in outcomes)
-    partly = sum(bool(o.partial) for o in outcomes if o.parsed is not None)
-    total = max(1, len(outcomes))
-    line = f"{len(outcomes) - failed} of {len(outcomes)} text units -> {what}"
-    if failed or partly:
-        line += f"; {failed} text units FAILED ({failed / total:.0%}), {partly} partly extracted"
-    unusable = len(dropped) + len(ungrounded)
-    if unusable:
-        line += (f"; {unusable} records dropped ({unusable / max(1, unusable + records):.0%}: "
-                 f"{len(dropped)} unusable, {len(ungrounded)} not in their text unit)")
-    if created:
-        line += f"; {len(created)} entities added from relationship ends"
-    details = {"text_units": len(outcomes), "failed_text_units": failed, "partly_extracted_text_units": partly,
-               "failed_share": round(failed / total, 4), "dropped_records": dropped, "ungrounded_records": ungrounded,
-               "entities_from_relationship_ends": created,
-               "calls_per_unit": round(sum(o.calls for o in outcomes) / total, 3)}
-    return StageResult(tables, line, problems, details, complete=not failed and not partly)
 

@@ -14,7 +14,7 @@ from dataclasses import dataclass, field
 
 import pandas as pd
 
-from graphrag_lite.graph.overrides import NORMALIZED, AliasOverrides
+from graphrag_lite.alias_overrides import NORMALIZED, AliasOverrides
 from graphrag_lite.graph.resolution import Candidate, Resolution, find_aliases, majority
 from graphrag_lite.names import honorific_gender, normalize_name
 

@@ -22,7 +22,7 @@ the model to decide), and evidence in the graph (a shared neighbour or a shared 
 - names equal but for one word spelled slightly differently (Muhammed / Mohammed, Bennet / Bennett, bomb /
   bombs; not numbers, dates, regnal numbers, opposites or short words: Gomma / Gumma), for any type.
 Generic words per type (GENERIC_WORDS, extended by settings) name what kind of thing a name is: a name made
-only of them merges into nothing. A user's overrides (overrides.py) come before every rule. Every decision
+only of them merges into nothing. A user's overrides (alias_overrides.py) come before every rule. Every decision
 comes back with its reason, for the `entity_aliases` table.
 """
 
@@ -32,7 +32,7 @@ import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
 
-from graphrag_lite.graph.overrides import AliasOverrides
+from graphrag_lite.alias_overrides import AliasOverrides
 from graphrag_lite.names import FEMALE_HONORIFICS, HONORIFICS
 
 # role titles a person is called by ("Senator Velling"); kept in names, set aside when matching persons

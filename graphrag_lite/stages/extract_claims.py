@@ -11,13 +11,9 @@ import pandas as pd
 
 from graphrag_lite.config import ExtractClaimsConfig, GraphRagConfig
 from graphrag_lite.estimate import REPLY_TO_INPUT_RATIO, CallEstimate
-from graphrag_lite.extraction.gleaning import (
-    CONTINUE_CLAIMS,
-    ExtractionRequest,
-    extract_units,
-    extraction_estimate,
-    extraction_result,
-)
+from graphrag_lite.extraction.estimate import extraction_estimate
+from graphrag_lite.extraction.gleaning import CONTINUE_CLAIMS, ExtractionRequest, extract_units
+from graphrag_lite.extraction.report import extraction_report
 from graphrag_lite.extraction.tuples import COMPLETION_DELIMITER, RECORD_DELIMITER, TUPLE_DELIMITER, parse_claims_reply
 from graphrag_lite.pipeline.contract import Stage, StageContext, StageResult
 from graphrag_lite.prompts import fill, section_prompt
@@ -62,8 +58,9 @@ def run(ctx: StageContext) -> StageResult:
         outcomes = ctx.run(extract_units(ctx.llm, request, units, advance))
     rows = [(o.text_unit_id, c.subject, c.object, c.type, c.status, c.start_date, c.end_date, c.description,
              c.source_text) for o in outcomes if o.parsed is not None for c in o.parsed.claims]
-    return extraction_result(outcomes, units, {"raw_claims": pd.DataFrame(rows, columns=CLAIM_COLUMNS)}, len(rows),
-                             f"{len(rows)} claims")
+    report = extraction_report(outcomes, units, len(rows), f"{len(rows)} claims")
+    return StageResult({"raw_claims": pd.DataFrame(rows, columns=CLAIM_COLUMNS)}, report.summary, report.problems,
+                       report.details, report.complete)
 
 
 STAGE = Stage(

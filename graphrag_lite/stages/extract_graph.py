@@ -11,14 +11,9 @@ import pandas as pd
 
 from graphrag_lite.config import ExtractGraphConfig
 from graphrag_lite.estimate import CallEstimate
-from graphrag_lite.extraction.gleaning import (
-    CONTINUE_GRAPH,
-    ExtractionRequest,
-    UnitOutcome,
-    extract_units,
-    extraction_estimate,
-    extraction_result,
-)
+from graphrag_lite.extraction.estimate import extraction_estimate
+from graphrag_lite.extraction.gleaning import CONTINUE_GRAPH, ExtractionRequest, UnitOutcome, extract_units
+from graphrag_lite.extraction.report import extraction_report
 from graphrag_lite.extraction.tuples import (
     COMPLETION_DELIMITER,
     RECORD_DELIMITER,
@@ -89,11 +84,11 @@ def build_result(outcomes: list[UnitOutcome], units: pd.DataFrame) -> StageResul
         entities += [(outcome.text_unit_id, e.name, e.type, e.description) for e in outcome.parsed.entities]
         relationships += [(outcome.text_unit_id, r.source, r.target, r.description, r.strength)
                           for r in outcome.parsed.relationships]
-    return extraction_result(outcomes, units, {"raw_entities": pd.DataFrame(entities, columns=ENTITY_COLUMNS),
-                                               "raw_relationships": pd.DataFrame(relationships,
-                                                                                 columns=RELATIONSHIP_COLUMNS)},
-                             len(entities) + len(relationships),
-                             f"{len(entities)} entity and {len(relationships)} relationship records")
+    report = extraction_report(outcomes, units, len(entities) + len(relationships),
+                               f"{len(entities)} entity and {len(relationships)} relationship records")
+    tables = {"raw_entities": pd.DataFrame(entities, columns=ENTITY_COLUMNS),
+              "raw_relationships": pd.DataFrame(relationships, columns=RELATIONSHIP_COLUMNS)}
+    return StageResult(tables, report.summary, report.problems, report.details, report.complete)
 
 
 STAGE = Stage(

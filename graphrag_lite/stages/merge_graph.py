@@ -4,10 +4,10 @@ entity_resolution.confirm_with_model, the chat model decides the names the rules
 
 from __future__ import annotations
 
+from graphrag_lite.alias_overrides import AliasOverrides, read_alias_overrides
 from graphrag_lite.config import EntityResolutionConfig
 from graphrag_lite.graph import confirm
 from graphrag_lite.graph.merge import MergeResult, merge_graph
-from graphrag_lite.graph.overrides import AliasOverrides, read_alias_overrides
 from graphrag_lite.graph.resolution import GENERIC_WORDS
 from graphrag_lite.pipeline.contract import Stage, StageContext, StageResult
 from graphrag_lite.prompts import section_prompt
