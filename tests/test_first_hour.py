@@ -206,7 +206,7 @@ def test_a_graphrag_project_indexes_and_answers_as_it_is(tmp_path: Path, cli):
 
 
 def test_graphrag_command_lines_are_read_as_graphrag_lite_ones():
-    from graphrag_lite.cli import graphrag_style
+    from graphrag_lite.cli.graphrag_style import graphrag_style
     from graphrag_lite.errors import ConfigError
 
     assert graphrag_style(["query", "Who?", "--root", "p", "--method", "local"]) == ["query", "local", "Who?",
@@ -231,7 +231,7 @@ def test_graphrag_command_lines_are_read_as_graphrag_lite_ones():
 
 
 def test_graphrag_commands_work_from_init_to_query_with_data_elsewhere(tmp_path: Path, cli, no_network):
-    from graphrag_lite.cli import graphrag_style
+    from graphrag_lite.cli.graphrag_style import graphrag_style
 
     root = tmp_path / "project"
     assert cli("init", "--root", root).exit_code == 0 and (root / "settings.yaml").is_file()

@@ -4,8 +4,8 @@ import pandas as pd
 import pytest
 
 from graphrag_lite.config import InputConfig
+from graphrag_lite.documents.reading import build_documents, list_input_files, read_input_file
 from graphrag_lite.errors import InputError
-from graphrag_lite.stages.load_documents import build_documents, list_input_files, read_input_file
 
 
 def load(folder, **settings):

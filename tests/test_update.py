@@ -8,7 +8,7 @@ from pathlib import Path
 
 import pandas as pd
 
-from graphrag_lite.stages.load_documents import document_changes
+from graphrag_lite.documents.changes import document_changes
 from tests.conftest import sample_project
 
 
@@ -371,13 +371,15 @@ def test_a_copy_of_an_indexed_file_is_the_duplicate_and_an_edited_row_with_an_id
 
 
 def test_an_update_with_nothing_changed_does_not_read_the_documents_again(tmp_path: Path, cli, monkeypatch):
+    from graphrag_lite import api
     from graphrag_lite.stages import load_documents
 
     root = sample_project(tmp_path / "p")
     assert cli("index", "--root", root, "--method", "fast").exit_code == 0
     reads = []
     original = load_documents.read_documents
-    monkeypatch.setattr(load_documents, "read_documents", lambda *a, **k: reads.append(1) or original(*a, **k))
+    for reader in (api, load_documents):  # the listing of changes, and the stage
+        monkeypatch.setattr(reader, "read_documents", lambda *a, **k: reads.append(1) or original(*a, **k))
     unchanged = cli("update", "--root", root)
     assert unchanged.exit_code == 0 and "0 added, 0 changed, 0 deleted, 0 renamed" in unchanged.output
     assert reads == []
