@@ -11,7 +11,10 @@ from __future__ import annotations
 
 import json
 import sys
+from collections.abc import Callable
 from pathlib import Path
+from types import ModuleType
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -166,33 +169,67 @@ def test_golden_tables_are_a_whole_consistent_index(method):
     assert code == 0, report
 
 
-# One deliberate change of each stage's behaviour (a setting, or a constant of its module) and the first table it
-# writes that must then differ: the comparisons above can fail, and say which stage and table.
-CHANGES = [
-    ("fast", "load_documents", {"input.encoding": "latin-1"}, "input_documents"),
-    ("fast", "chunk_text", {"chunking.size": 200}, "base_text_units"),
-    ("fast", "extract_graph_nlp", {"extract_graph_nlp.min_entity_frequency": 1}, "raw_entities"),
-    ("standard", "merge_graph", {"entity_resolution.enabled": False}, "merged_entities"),
-    ("fast", "join_descriptions", {"MAX_CHARACTERS": 100}, "summarized_entities"),
-    ("fast", "cluster_graph", {"cluster_graph.max_cluster_size": 3}, "communities"),
-    ("standard", "finalize_text_units", {"claim_numbers": lambda claims, previous: list(range(len(claims)))[::-1]},
+# One deliberate change of each stage's behaviour for each golden comparison above (a setting, or a replaced or
+# wrapped attribute of the stage's module), and the first table the stage writes that must then differ: the
+# comparisons can fail, and say which stage and table.
+Patch = Callable[[ModuleType, pytest.MonkeyPatch], None]
+
+
+def replaced(name: str, value: Any) -> Patch:
+    return lambda module, monkeypatch: monkeypatch.setattr(module, name, value)
+
+
+def wrapped(name: str, wrapper: Callable[[Any], Any]) -> Patch:
+    return lambda module, monkeypatch: monkeypatch.setattr(module, name, wrapper(getattr(module, name)))
+
+
+def alex_read_as_alex_mercer(merge: Callable[..., Any]) -> Callable[..., Any]:
+    """merge_graph's core, given entity records in which ALEX was already taken for ALEX MERCER."""
+    return lambda entities, relationships, **options: merge(entities.replace({"name": {"ALEX": "ALEX MERCER"}}),
+                                                            relationships, **options)
+
+
+def entity_ids_reversed(finalize: Callable[..., Any]) -> Callable[..., Any]:
+    """finalize_text_units' core, listing each text unit's entities in the reverse order."""
+    def finalize_reversed(*tables: pd.DataFrame) -> tuple[pd.DataFrame, pd.DataFrame]:
+        units, covariates = finalize(*tables)
+        return units.assign(entity_ids=[list(ids)[::-1] for ids in units["entity_ids"]]), covariates
+    return finalize_reversed
+
+
+CHANGES: list[tuple[str, str, dict[str, Any], Patch | None, str]] = [
+    ("fast", "load_documents", {"input.encoding": "latin-1"}, None, "input_documents"),
+    ("standard", "load_documents", {"input.encoding": "latin-1"}, None, "input_documents"),
+    ("fast", "chunk_text", {"chunking.size": 200}, None, "base_text_units"),
+    ("standard", "chunk_text", {"chunking.overlap": 0}, None, "base_text_units"),
+    ("fast", "extract_graph_nlp", {"extract_graph_nlp.min_entity_frequency": 1}, None, "raw_entities"),
+    ("fast", "extract_claims", {"extract_claims.enabled": True}, None, "raw_claims"),
+    ("fast", "merge_graph", {}, wrapped("merge_graph", alex_read_as_alex_mercer), "merged_entities"),
+    ("standard", "merge_graph", {"entity_resolution.enabled": False}, None, "merged_entities"),
+    ("fast", "join_descriptions", {}, replaced("MAX_CHARACTERS", 100), "summarized_entities"),
+    ("fast", "cluster_graph", {"cluster_graph.max_cluster_size": 3}, None, "communities"),
+    ("standard", "cluster_graph", {"cluster_graph.max_cluster_size": 3}, None, "communities"),
+    ("fast", "finalize_text_units", {}, wrapped("finalize", entity_ids_reversed), "text_units"),
+    ("standard", "finalize_text_units", {}, replaced("claim_numbers", lambda claims, _: list(range(len(claims)))[::-1]),
      "covariates"),
-    ("fast", "community_reports_extractive", {"MAX_FINDINGS": 2}, "community_reports"),
-    ("standard", "extract_graph", {"extract_graph.max_gleanings": 0}, "raw_entities"),
-    ("standard", "extract_claims", {"extract_claims.max_completion_tokens": 60}, "raw_claims"),
-    ("standard", "summarize_descriptions", {"summarize_descriptions.join_max_tokens": 0}, "summarized_entities"),
-    ("standard", "community_reports", {"community_reports.max_length": 100}, "community_reports"),
+    ("fast", "community_reports_extractive", {}, replaced("MAX_FINDINGS", 2), "community_reports"),
+    ("standard", "extract_graph", {"extract_graph.max_gleanings": 0}, None, "raw_entities"),
+    ("standard", "extract_claims", {"extract_claims.max_completion_tokens": 60}, None, "raw_claims"),
+    ("standard", "summarize_descriptions", {"summarize_descriptions.join_max_tokens": 0}, None, "summarized_entities"),
+    ("standard", "community_reports", {"community_reports.max_input_length": 500}, None, "community_reports"),
 ]
 
 
-@pytest.mark.parametrize(("method", "stage_name", "change", "table"), CHANGES, ids=[c[1] for c in CHANGES])
-def test_a_changed_stage_fails_under_its_own_name_and_table(tmp_path, monkeypatch, method, stage_name, change, table):
-    """A dotted key changes a setting; a plain name replaces that attribute of the stage's module."""
-    module = sys.modules[STAGES[stage_name].run.__module__]
-    for name, value in change.items():
-        if "." not in name:
-            monkeypatch.setattr(module, name, value)
-    settings = {name: value for name, value in change.items() if "." in name}
+def test_every_golden_comparison_has_a_change_that_must_fail_it():
+    assert sorted((method, stage) for method, stage, *_ in CHANGES) == sorted(MODEL_FREE + WITH_FAKE_MODEL)
+
+
+@pytest.mark.parametrize(("method", "stage_name", "settings", "patch", "table"), CHANGES,
+                         ids=[f"{c[0]}-{c[1]}" for c in CHANGES])
+def test_a_changed_stage_fails_under_its_own_name_and_table(tmp_path, monkeypatch, method, stage_name, settings, patch,
+                                                           table):
+    if patch is not None:
+        patch(sys.modules[STAGES[stage_name].run.__module__], monkeypatch)
     config, _ = project_config(tmp_path / method, method, settings)
     result = run_stage_alone(stage_name, config, golden_inputs(method, stage_name))
     with pytest.raises(AssertionError, match=f"^stage {stage_name}, table {table} "):
