@@ -13,7 +13,7 @@ script measures both sides:
   joined length, has the model summarize them with the packaged prompt, and prints summary / joined tokens.
 From them it prints, per bin, the tokens a summary saves over the report prompts minus what its call costs;
 a summary pays where that is positive. The defaults of `summarize_descriptions.join_max_tokens` and
-`join_max_descriptions` are chosen from these figures (README, "What an index costs").
+`join_max_descriptions` are chosen from these figures (docs/cost.md and docs/benchmarks.md, "When a summary pays").
 """
 
 from __future__ import annotations

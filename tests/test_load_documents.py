@@ -148,5 +148,5 @@ def test_zero_usable_documents_fails_the_run(project, cli):
     for path in (project / "input").iterdir():
         path.write_bytes(b"\x00\x01binary")
     result = cli("index", "--root", project)
-    assert result.exit_code == 2  # an input error, as the README says
+    assert result.exit_code == 2  # an input error, as docs/indexing.md says (exit codes)
     assert "no usable documents" in result.output and "binary file" in result.output
