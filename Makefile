@@ -54,6 +54,7 @@ test: $(STAMP) browser
 lint: $(STAMP)
 	$(BIN)/ruff check graphrag_lite tests bench
 	$(BIN)/mypy
+	$(BIN)/lint-imports
 	NO_MKDOCS_2_WARNING=1 $(BIN)/mkdocs build --strict --site-dir $(VENV)/site
 
 settings: $(STAMP)

@@ -6,6 +6,8 @@ from dataclasses import dataclass
 from typing import Any
 
 from graphrag_lite.config import GraphRagConfig
+from graphrag_lite.llm.prices import estimated_cost, model_price, online_in_batch_mode
+from graphrag_lite.llm.providers import load_litellm
 
 # An extraction reply is about half as long as the text it reads (GraphRAG-style prompts, GPT-4-class models);
 # completion tokens are an estimate, prompt tokens and first-pass calls are exact.
@@ -29,15 +31,10 @@ class CallEstimate:
     def cost(self, config: GraphRagConfig) -> float | None:
         """USD from LiteLLM's price map (offline), counting the extra calls, at the batch price in batch mode;
         None when the model is not in it."""
-        from graphrag_lite.llm.prices import model_price
-        from graphrag_lite.llm.providers import load_litellm
-
         if config.batch.enabled:
-            from graphrag_lite.llm.prices import estimated_cost
-
             return estimated_cost(config, self.model_id, self.prompt_tokens + self.extra_prompt_tokens,
                                   self.completion_tokens)
-        litellm = load_litellm(config.models.values())  # also registers the fake provider's prices
+        litellm = load_litellm(config.models.values())  # also registers plug-in providers' prices
         return model_price(litellm, config.models[self.model_id].model,
                            self.prompt_tokens + self.extra_prompt_tokens, self.completion_tokens)
 
@@ -51,8 +48,6 @@ class CallEstimate:
         """'online' or 'batch'; in batch mode, why calls that go online anyway do ('online: embeddings ...')."""
         if not config.batch.enabled:
             return "online"
-        from graphrag_lite.llm.prices import online_in_batch_mode
-
         reason = online_in_batch_mode(config, self.model_id)
         return "batch" if reason is None else f"online: {reason}"
 

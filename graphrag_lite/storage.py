@@ -18,6 +18,8 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 
+from graphrag_lite.errors import OutputLocked
+
 
 @contextmanager
 def atomic_path(target: Path) -> Iterator[Path]:
@@ -113,8 +115,6 @@ class OutputLock:
         self._handle: Any = None
 
     def acquire(self) -> None:
-        from graphrag_lite.errors import OutputLocked
-
         self.path.parent.mkdir(parents=True, exist_ok=True)
         handle = open(self.path, "a+", encoding="utf-8")  # noqa: SIM115 (held open until release)
         try:

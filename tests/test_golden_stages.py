@@ -21,7 +21,9 @@ import pytest
 from rich.progress import Progress
 
 from graphrag_lite.config import GraphRagConfig
-from graphrag_lite.pipeline import ModelAccess, StageContext, StageResult, load_pipeline
+from graphrag_lite.pipeline.contract import StageContext, StageResult
+from graphrag_lite.pipeline.definition import load_pipeline
+from graphrag_lite.pipeline.model_access import ModelAccess
 from graphrag_lite.stages import STAGES
 from graphrag_lite.storage import OutputStore
 from graphrag_lite.tables import conform

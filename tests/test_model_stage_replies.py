@@ -16,8 +16,8 @@ import pandas as pd
 import pytest
 import yaml
 
-from graphrag_lite.llm.fake import Script, scripted
-from graphrag_lite.pipeline import StageResult
+from graphrag_lite.fake.script import Script, scripted
+from graphrag_lite.pipeline.contract import StageResult
 from tests.conftest import DATA
 from tests.data.golden.regenerate import project_config
 from tests.test_golden_stages import golden_inputs, golden_table, run_stage_alone

@@ -24,7 +24,8 @@ def test_wheel_ships_prompts_and_pipelines(tmp_path):
     # Installed from the wheel (not the checkout), the data folders resolve inside the package.
     target = tmp_path / "site"
     zipfile.ZipFile(wheel).extractall(target)
-    code = ("from graphrag_lite.resources import data_dir; from graphrag_lite.pipeline.definition import available_pipelines;"
+    code = ("from graphrag_lite.resources import data_dir; "
+            "from graphrag_lite.pipeline.definition import available_pipelines; "
             "print(data_dir('pipelines')); print(available_pipelines())")
     out = subprocess.run([sys.executable, "-c", code], cwd=tmp_path, env={"PYTHONPATH": str(target)},
                          capture_output=True, text=True, timeout=60, check=True).stdout

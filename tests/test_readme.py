@@ -29,7 +29,8 @@ import pytest
 import yaml
 from typer.testing import CliRunner
 
-from graphrag_lite.cli import app, graphrag_style
+from graphrag_lite.cli import app
+from graphrag_lite.cli.graphrag_style import graphrag_style
 from graphrag_lite.config import config_from_data
 from graphrag_lite.experiment.spec import expand_variants, load_spec
 from tests.conftest import DATA, REPO, fake_models

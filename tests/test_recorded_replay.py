@@ -20,7 +20,9 @@ import yaml
 from rich.console import Console
 
 from graphrag_lite.errors import GraphragLiteError
-from graphrag_lite.pipeline import RunSummary, configure, run_pipeline
+from graphrag_lite.pipeline.runner import RunSummary, run_pipeline
+from graphrag_lite.pipeline.settings import configure
+from graphrag_lite.stages import STAGES
 from tests.conftest import check_index
 from tests.data.recorded.record import ANSWERS, RECORDED, load_answers, make_project
 
@@ -30,7 +32,7 @@ RECORDED_ANSWERS = [json.loads(line) for line in ANSWERS.read_text(encoding="utf
 def replay(root: Path, overrides: dict[str, object] | None = None,
            answers: list[dict[str, Any]] = RECORDED_ANSWERS) -> RunSummary:
     """Index the recorded corpus in a new project at `root` whose answer cache holds the recorded `answers`."""
-    config, pipeline = configure(make_project(root), overrides=overrides or {})
+    config, pipeline = configure(STAGES, make_project(root), overrides=overrides or {})
     load_answers(config.cache.base_dir, answers)
     return run_pipeline(config, pipeline, Console(quiet=True))
 

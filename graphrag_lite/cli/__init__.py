@@ -1,5 +1,7 @@
 """The `graphrag-lite` command line: the commands, registered here in the order `--help` lists them; each
-group's commands live in a module of their own, parse their options, call the API and print."""
+group's commands live in a module of their own, parse their options, call the API and print. A command
+imports what it runs inside its own function, so that `--help`, `init` or a query never load the index
+stack, LiteLLM or LanceDB they do not use (tests/test_cold_cli.py holds them to it)."""
 
 from __future__ import annotations
 

@@ -28,6 +28,7 @@ from graphrag_lite.cli.common import (
     guarded,
 )
 from graphrag_lite.errors import IndexIncomplete
+from graphrag_lite.words import counted
 
 if TYPE_CHECKING:
     from graphrag_lite.config import GraphRagConfig
@@ -117,7 +118,6 @@ def batch_progress(out: Console, cfg: Any) -> Iterator[None]:
     batches left running when the run is stopped; without it, a note on batches an earlier run left."""
     from graphrag_lite.llm.batch import LOG
     from graphrag_lite.llm.batch_store import pending
-    from graphrag_lite.words import counted
 
     if not cfg.batch.enabled:
         if left := pending(cfg.output.base_dir):
@@ -159,7 +159,6 @@ def print_batch_end(out: Console, summary: Any) -> None:
     """What the run sent by batch and online (a --batch run); after a run that finished, with --batch or not,
     the batches earlier runs left, which no call waits for any more (named, to cancel at the provider)."""
     from graphrag_lite.llm.batch_store import describe_run
-    from graphrag_lite.words import counted
 
     if summary.batches:
         out.print(describe_run(summary.batches), highlight=False)

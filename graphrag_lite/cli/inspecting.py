@@ -8,6 +8,7 @@ from typing import TYPE_CHECKING, Annotated, Any
 import typer
 
 from graphrag_lite.errors import MissingIndex, index_command
+from graphrag_lite.names import normalize_name
 
 if TYPE_CHECKING:
     pass
@@ -80,7 +81,6 @@ def aliases(
     """Review entity resolution: the merges it made, with their reasons and counts, or the names it left apart."""
     from graphrag_lite.alias_overrides import NORMALIZED, write_alias_overrides
     from graphrag_lite.config import load_config
-    from graphrag_lite.names import normalize_name
     from graphrag_lite.storage import OutputStore
 
     cfg = load_config(root, config, set_ or [])

@@ -15,6 +15,8 @@ import time
 from pathlib import Path
 from typing import Any
 
+from graphrag_lite.errors import ConfigError
+
 SCHEMA = """
 CREATE TABLE IF NOT EXISTS answers (
     key TEXT PRIMARY KEY,
@@ -44,8 +46,6 @@ class AnswerCache:
             self._db.execute("PRAGMA synchronous=NORMAL")
             self._db.execute(SCHEMA)
         except (OSError, sqlite3.Error) as err:
-            from graphrag_lite.errors import ConfigError
-
             raise ConfigError(f"cannot open the answer cache {self.path} ({err}); make {folder} writable, set "
                               "cache.base_dir to a folder you can write, or pass --no-cache") from None
 

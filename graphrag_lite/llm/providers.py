@@ -43,7 +43,7 @@ ENTRY_POINT_GROUP = "graphrag_lite.providers"
 
 class Provider(Protocol):
     """A provider LiteLLM does not know, plugged in under the name its model strings start with (`name/...`)
-    by an entry point of the group `graphrag_lite.providers` (the offline fake model, `fake/...`, is one).
+    by an entry point of the group `graphrag_lite.providers` (the offline fake model is one).
     Calls reach it through LiteLLM's custom-handler map, which `register` fills. The gateway tells it the
     stage and step of each call (calls.CALL_STEP; in a batch, each request line's `call`)."""
 
@@ -73,7 +73,7 @@ def plug_in(name: str) -> Provider | None:
 
 
 def plugged(model: str) -> Provider | None:
-    """The plug-in provider a model string names (`fake/default`), or None for LiteLLM's own providers."""
+    """The plug-in provider a model string names (`name/model`), or None for LiteLLM's own providers."""
     name, slash, _ = model.partition("/")
     return plug_in(name) if slash else None
 

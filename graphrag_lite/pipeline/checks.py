@@ -7,6 +7,7 @@ from rich.console import Console
 
 from graphrag_lite.config import GraphRagConfig
 from graphrag_lite.errors import ConfigError
+from graphrag_lite.llm.providers import key_problem, no_key_choices
 from graphrag_lite.pipeline.contract import Stage
 
 
@@ -24,8 +25,6 @@ def print_compat_notes(config: GraphRagConfig, console: Console, brief: bool = F
 def check_model_keys(config: GraphRagConfig, stages: list[Stage]) -> None:
     """Before any stage runs: every model the stages to run will call has a usable key (not init's
     placeholder, not missing where the provider needs one), else a ConfigError that says what to do."""
-    from graphrag_lite.llm.providers import key_problem, no_key_choices
-
     for stage in (s for s in stages if needs_model(s, config)):
         own = getattr(config, stage.config_sections[0])
         for key in ("model_id", "chat_model_id", "embedding_model_id"):

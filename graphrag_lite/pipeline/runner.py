@@ -119,9 +119,7 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
     already found reusable)."""
     rerun_from, reusable = plan
     earlier = last_run(store.base_dir)  # until this run finishes, the index is what the last finished run built
-    stats: dict[str, Any] = {"pipeline": pipeline.name, "pipeline_file": pipeline.source, "version": __version__,
-                             "status": "running", "started": now(), "stages": {},
-                             **({"built_with": built_with(earlier)} if earlier else {})}
+    stats = _started(pipeline, earlier)
     # a run after an unfinished one finishes its update: the update's record goes on from the earlier one
     resumed = earlier.get("update", {}) if unfinished(earlier) else None
     run_started = time.perf_counter()
@@ -171,8 +169,18 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
         raise
     finally:
         incomplete = _finish(stats, (status, resumed), models, store, run_started)
+    return _summary(stats, store.base_dir, incomplete)
+
+
+def _started(pipeline: Pipeline, earlier: dict[str, Any]) -> dict[str, Any]:
+    """stats.json as a run starts; until it finishes, the index is what the `earlier` finished run built."""
+    return {"pipeline": pipeline.name, "pipeline_file": pipeline.source, "version": __version__, "status": "running",
+            "started": now(), "stages": {}, **({"built_with": built_with(earlier)} if earlier else {})}
+
+
+def _summary(stats: dict[str, Any], output_dir: Path, incomplete: list[str]) -> RunSummary:
     problems = sum(len(s.get("problems", [])) for s in stats["stages"].values())
-    return RunSummary(status=stats["status"], stages=stats["stages"], output_dir=store.base_dir, problems=problems,
+    return RunSummary(status=stats["status"], stages=stats["stages"], output_dir=output_dir, problems=problems,
                       llm=stats["llm"], incomplete=incomplete, batches=stats.get("batch", {}),
                       forgotten_batches=stats.get("batches_forgotten", []))
 

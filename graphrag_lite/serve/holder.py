@@ -19,6 +19,7 @@ from typing import Any
 
 from graphrag_lite.config import GraphRagConfig, no_model_overrides
 from graphrag_lite.errors import GraphragLiteError
+from graphrag_lite.pipeline.records import last_run
 from graphrag_lite.query import SEARCH_METHODS
 from graphrag_lite.query.engine import GraphRAG
 from graphrag_lite.serve import browse
@@ -87,8 +88,6 @@ def load_index(root: Path, config: Path | None, overrides: list[str]) -> LoadedI
             engine._manifest = base._manifest  # read once: a later run may re-embed with another model
             engines[(method, no_model)] = engine
     base.gateway.ledger.keep_records = False  # a server's calls are counted per request, not kept forever
-    from graphrag_lite.pipeline.records import last_run
-
     run = last_run(output)  # read before the check below, so it belongs to the tables loaded
     if OutputLock(output).held_by_another() or index_stamp(output) != stamp:
         raise IndexChanging(f"an index run wrote to {output} while it was being loaded")
@@ -157,6 +156,4 @@ class IndexHolder:
 
 
 def _completed(output: Path) -> bool:
-    from graphrag_lite.pipeline.records import last_run
-
     return str(last_run(output).get("status", "")).startswith("completed")

@@ -52,16 +52,17 @@ def make_project(root: Path, method: str) -> Path:
 def project_config(root: Path, method: str, overrides: dict[str, object] | None = None):
     """The settings a golden run of `method` uses (the pipeline's recommended settings included), under
     `overrides` (dotted keys), in a project made by `make_project` at `root`; with the pipeline."""
-    from graphrag_lite.pipeline import configure
+    from graphrag_lite.pipeline.settings import configure
+    from graphrag_lite.stages import STAGES
 
-    return configure(make_project(root, method), overrides=overrides or {}, method=method)
+    return configure(STAGES, make_project(root, method), overrides=overrides or {}, method=method)
 
 
 def build(method: str, target: Path) -> None:
     """Index the golden corpus with `method` in a scratch project and keep its tables in `target`."""
     from rich.console import Console
 
-    from graphrag_lite.pipeline import run_pipeline
+    from graphrag_lite.pipeline.runner import run_pipeline
 
     with tempfile.TemporaryDirectory(prefix="golden-") as scratch:
         config, pipeline = project_config(Path(scratch) / "project", method)

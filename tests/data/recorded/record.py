@@ -56,7 +56,7 @@ def load_answers(cache_dir: Path, answers: list[dict[str, Any]]) -> None:
 def asking_stages() -> dict[str, tuple[str, str]]:
     """Note the stage and step that asked for each chat answer stored from now on (cache key -> them)."""
     from graphrag_lite.llm.cache import AnswerCache
-    from graphrag_lite.llm.gateway import CALL_STEP
+    from graphrag_lite.llm.calls import CALL_STEP
 
     asked: dict[str, tuple[str, str]] = {}
     store = AnswerCache.put
@@ -73,9 +73,11 @@ def asking_stages() -> dict[str, tuple[str, str]]:
 def record(root: Path) -> dict[str, Any]:
     from rich.console import Console
 
-    from graphrag_lite.pipeline import configure, run_pipeline
+    from graphrag_lite.pipeline.runner import run_pipeline
+    from graphrag_lite.pipeline.settings import configure
+    from graphrag_lite.stages import STAGES
 
-    config, pipeline = configure(make_project(root))
+    config, pipeline = configure(STAGES, make_project(root))
     asked = asking_stages()
     started = time.monotonic()
     summary = run_pipeline(config, pipeline, Console())
