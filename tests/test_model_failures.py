@@ -282,22 +282,28 @@ def test_a_second_run_on_the_same_output_folder_is_refused_with_the_holder_named
 
 
 def test_a_run_stopped_by_sigterm_ends_as_interrupted_and_the_next_run_resumes(tmp_path):
+    """Deterministic on a loaded machine: the fake answers one extraction call, and every later call waits
+    while the hold file exists, so the run is surely inside extract_graph, calls in flight, when SIGTERM comes
+    (with latency alone, a slow poll could let the stage finish first)."""
     import signal
 
-    root = make_project(tmp_path, [DULCE], chat="fake/default?latency=0.5")
+    hold = tmp_path / "hold"
+    hold.touch()
+    root = make_project(tmp_path, [DULCE], chat=f"fake/default?hold={hold}&hold_after=1")
     log = root / "output" / "logs" / "index.log"
     with open(tmp_path / "run.txt", "w", encoding="utf-8") as out:
         run = subprocess.Popen([sys.executable, "-m", "graphrag_lite", "index", "--root", str(root)], stdout=out,
                                stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 60
+        deadline = time.monotonic() + 120
         while not (log.is_file() and "extract_graph: started" in log.read_text(encoding="utf-8")):
             assert run.poll() is None and time.monotonic() < deadline, (tmp_path / "run.txt").read_text()
             time.sleep(0.05)
-        while chat_answers(root) == 0:  # some extraction calls (0.5 s each) answered, others in flight
+        while chat_answers(root) == 0:  # the one call answered; the others wait on the hold file
             assert run.poll() is None and time.monotonic() < deadline, (tmp_path / "run.txt").read_text()
             time.sleep(0.05)
         run.send_signal(signal.SIGTERM)
         assert run.wait(timeout=60) == 130
+    hold.unlink()
     printed = (tmp_path / "run.txt").read_text(encoding="utf-8")
     assert "interrupted" in printed and "Traceback" not in printed
     stopped = json.loads((root / "output" / "stats.json").read_text(encoding="utf-8"))
@@ -308,7 +314,6 @@ def test_a_run_stopped_by_sigterm_ends_as_interrupted_and_the_next_run_resumes(t
     assert sum(s.get("llm", {}).get("calls", 0) for s in stopped["stages"].values()) == stopped["llm"]["calls"]
     assert f"extract_graph (interrupted): LLM: {extraction['llm']['calls']} call" in printed
     assert index(root).exit_code == 0
-
 
 
 def test_a_stage_that_fails_after_model_calls_is_listed_with_what_they_cost(tmp_path, monkeypatch):

@@ -22,6 +22,7 @@ if TYPE_CHECKING:  # the model stack is loaded by the stages that call a model
     from graphrag_lite.llm.gateway import Gateway
 
 T = TypeVar("T")
+ENDING_PASSES = 5  # of cancelling what an interrupt left running (each re-raise of it stops the loop once)
 
 LOG = logging.getLogger("graphrag_lite")
 
@@ -130,15 +131,22 @@ class ModelAccess:
     def _loop_runner(self) -> asyncio.Runner:
         if self._runner is None:
             self._runner = asyncio.Runner()
+            self._runner.get_loop().set_exception_handler(_interrupt_reported_once)
         return self._runner
 
     def _end_tasks(self) -> None:
+        """Cancel the tasks an interrupt left running and let them end. A task that waited for the one the
+        interrupt landed in raises the interrupt again as it ends, which stops the loop: it runs again until no
+        task is left (a second interrupt cuts the clean-up short, not the first's report)."""
         loop = self._loop_runner().get_loop()
-        left = [task for task in asyncio.all_tasks(loop) if not task.done()]
-        for task in left:
-            task.cancel()
-        with contextlib.suppress(BaseException):  # a second interrupt cuts the clean-up short, not the first's report
-            loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+        for _ in range(ENDING_PASSES):
+            left = [task for task in asyncio.all_tasks(loop) if not task.done()]
+            if not left:
+                return
+            for task in left:
+                task.cancel()
+            with contextlib.suppress(BaseException):
+                loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
 
     def close(self) -> None:
         if self._cache is not None:
@@ -148,3 +156,12 @@ class ModelAccess:
             self._gateway.close()
         if self._runner is not None:
             self._runner.close()
+
+
+def _interrupt_reported_once(loop: asyncio.AbstractEventLoop, context: dict[str, Any]) -> None:
+    """The loop's handler of errors nobody awaited. An interrupt (Ctrl-C, SIGTERM) that lands while a task's
+    code runs is raised out of the loop, where the run handles and reports it, and is also stored on that
+    task, which nobody awaits once the run stops: that copy is not a second error to print ("Task exception
+    was never retrieved", with a traceback, under a stopped run's last line). Anything else is reported."""
+    if not isinstance(context.get("exception"), KeyboardInterrupt):
+        loop.default_exception_handler(context)
