@@ -66,7 +66,7 @@ def start_up() -> float:
     """Import what the run uses and load the token encoding: CPU seconds, paid once per process."""
     started = time.process_time()
     # graphrag_lite first: importing it sets the libraries' offline defaults (LiteLLM's price map, LanceDB's log)
-    for module in ("graphrag_lite.llm.gateway", "graphrag_lite.llm.fake", "graphrag_lite.stages", "lancedb"):
+    for module in ("graphrag_lite.llm.gateway", "graphrag_lite.fake.provider", "graphrag_lite.stages", "lancedb"):
         importlib.import_module(module)
     from graphrag_lite.tokens import get_encoding
 
@@ -200,7 +200,7 @@ class _Executor(ThreadPoolExecutor):
 def instrument(account: Account, submitted: Counter[str]) -> None:
     """Charge LiteLLM, the fake provider, the gateway and each stage to their accounts."""
     import graphrag_lite.llm.gateway as gateway
-    import graphrag_lite.pipeline as pipeline
+    import graphrag_lite.pipeline.runner as pipeline
     from graphrag_lite.fake.provider import FakeLLM
 
     for name in ("chat", "embed", "cached_answer"):
@@ -356,7 +356,7 @@ def _kind(function: tuple[str, int, str]) -> str:
     path = function[0].replace("\\", "/")
     if "/litellm/" in path:
         return LITELLM
-    if path.endswith("graphrag_lite/llm/fake.py"):
+    if "graphrag_lite/fake/" in path:
         return FAKE
     if path.startswith("<frozen importlib"):
         return IMPORTS

@@ -64,6 +64,6 @@ class OutputLocked(GraphragLiteError):
     exit_code = 5
 
 
-# Exit codes of the command line, one per cause (README, "Exit codes"):
+# Exit codes of the command line, one per cause (docs/indexing.md, "Exit codes"):
 # 0 done; 1 unexpected error; 2 configuration, input or missing index; 3 budget reached;
 # 4 finished with failed items, or stopped because too many failed; 5 output folder in use; 130 interrupted.

@@ -10,7 +10,7 @@ from graphrag_lite.project import SETTINGS_HEADER
 SAMPLE_HEADER = SETTINGS_HEADER + """\
 #
 # This file indexes the sample corpus in input/ (The Diary of Samuel Pepys, June-August 1661) with the
-# offline fake model, so it runs with no API key. For a real model, see README.md.
+# offline fake model, so it runs with no API key. For a real model, see docs/configuration.md.
 """
 
 
