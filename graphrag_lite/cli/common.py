@@ -7,17 +7,13 @@ import functools
 import traceback
 from collections.abc import Callable
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 from rich.console import Console
 from rich.markup import escape
 
 from graphrag_lite.errors import GraphragLiteError
-
-if TYPE_CHECKING:
-    pass
-
 
 console = Console(soft_wrap=True)
 

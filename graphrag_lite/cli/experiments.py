@@ -4,15 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
-from graphrag_lite.errors import ConfigError, IndexIncomplete
-from graphrag_lite.query import SEARCH_METHODS
-
-if TYPE_CHECKING:
-    pass
 from graphrag_lite.cli.common import (
     ConfigOption,
     ExperimentFile,
@@ -25,6 +20,8 @@ from graphrag_lite.cli.common import (
     guarded,
     print_table,
 )
+from graphrag_lite.errors import ConfigError, IndexIncomplete
+from graphrag_lite.query import SEARCH_METHODS
 
 
 @guarded

@@ -3,13 +3,9 @@
 from __future__ import annotations
 
 import difflib
-from typing import TYPE_CHECKING
 
 from graphrag_lite.errors import ConfigError
 from graphrag_lite.query import SEARCH_METHODS
-
-if TYPE_CHECKING:
-    pass
 
 
 def graphrag_style(args: list[str]) -> list[str]:

@@ -3,15 +3,10 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
-from graphrag_lite.errors import MissingIndex, index_command
-from graphrag_lite.names import normalize_name
-
-if TYPE_CHECKING:
-    pass
 from graphrag_lite.cli.common import (
     ConfigOption,
     RootOption,
@@ -20,6 +15,8 @@ from graphrag_lite.cli.common import (
     console,
     guarded,
 )
+from graphrag_lite.errors import MissingIndex, index_command
+from graphrag_lite.names import normalize_name
 
 
 @guarded

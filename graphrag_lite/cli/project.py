@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import shlex
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-from graphrag_lite.errors import index_command
-
-if TYPE_CHECKING:
-    pass
 from graphrag_lite.cli.common import (
     ConfigOption,
     RootOption,
@@ -20,6 +16,7 @@ from graphrag_lite.cli.common import (
     console,
     guarded,
 )
+from graphrag_lite.errors import index_command
 
 
 @guarded

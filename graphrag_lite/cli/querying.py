@@ -4,12 +4,10 @@ from __future__ import annotations
 
 import asyncio
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated, Any
+from typing import Annotated, Any
 
 import typer
 
-if TYPE_CHECKING:
-    pass
 from graphrag_lite.cli.common import (
     ConfigOption,
     DataOption,

@@ -4,14 +4,10 @@ from __future__ import annotations
 
 import contextlib
 from pathlib import Path
-from typing import TYPE_CHECKING, Annotated
+from typing import Annotated
 
 import typer
 
-from graphrag_lite.errors import ConfigError
-
-if TYPE_CHECKING:
-    pass
 from graphrag_lite.cli.common import (
     ConfigOption,
     RootOption,
@@ -19,6 +15,7 @@ from graphrag_lite.cli.common import (
     VerboseOption,
     guarded,
 )
+from graphrag_lite.errors import ConfigError
 
 
 @guarded

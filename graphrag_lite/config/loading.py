@@ -88,8 +88,6 @@ def parse_override(item: str) -> tuple[list[str], Any]:
 Overrides = typing.Iterable[str] | typing.Mapping[str, Any]
 
 
-
-
 def override_items(overrides: Overrides) -> list[tuple[list[str], Any]]:
     """`--set` strings (`chunking.size=300`) or a mapping of dotted keys to values, as (path, value) pairs."""
     if isinstance(overrides, typing.Mapping):

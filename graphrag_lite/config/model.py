@@ -7,9 +7,7 @@ import typing
 from pathlib import Path
 from typing import Any
 
-from pydantic import (
-    Field,
-)
+from pydantic import Field
 
 from graphrag_lite.config.search import BasicSearchConfig, GlobalSearchConfig, LocalSearchConfig
 from graphrag_lite.config.sections import (

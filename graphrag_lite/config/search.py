@@ -5,9 +5,7 @@ from __future__ import annotations
 from pathlib import Path
 from typing import Literal
 
-from pydantic import (
-    Field,
-)
+from pydantic import Field
 
 from graphrag_lite.config.sections import Section, prompt_field
 

@@ -32,7 +32,6 @@ HTML_BLOCKS = ["address", "article", "aside", "blockquote", "br", "dd", "div", "
                "section", "table", "td", "th", "title", "tr", "ul"]
 
 
-
 @dataclass(frozen=True)
 class InputProblem:
     source: str

@@ -187,7 +187,6 @@ def alias_choice(first: str, last: str, prior: list[str]) -> str:
     return f"ANSWER: {best[1] if best[0] and len(tied) == 1 else 0}"
 
 
-
 def _nothing_more(first: str, last: str, prior: list[str]) -> str:
     return COMPLETE
 

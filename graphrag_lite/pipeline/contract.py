@@ -13,19 +13,16 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
-from rich.progress import (
-    Progress,
-)
+from rich.progress import Progress
 
 from graphrag_lite.config import GraphRagConfig
+from graphrag_lite.pipeline.display import spend_text
+from graphrag_lite.pipeline.model_access import ModelAccess
 from graphrag_lite.storage import OutputStore
 
 if TYPE_CHECKING:  # the model stack is loaded by the stages that call a model
     from graphrag_lite.estimate import CallEstimate
     from graphrag_lite.llm.gateway import Gateway
-
-from graphrag_lite.pipeline.display import spend_text
-from graphrag_lite.pipeline.model_access import ModelAccess
 
 T = TypeVar("T")
 

@@ -10,9 +10,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import (
-    Progress,
-)
+from rich.progress import Progress
 
 from graphrag_lite.config import GraphRagConfig
 from graphrag_lite.pipeline.checks import needs_model, print_compat_notes

@@ -17,9 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from rich.console import Console
-from rich.progress import (
-    Progress,
-)
+from rich.progress import Progress
 
 from graphrag_lite.config import GraphRagConfig
 from graphrag_lite.errors import ConfigError, IndexIncomplete, PipelineError, UnknownStage

@@ -232,8 +232,6 @@ def _problem(error: Any) -> str:
     return f"{where}: {error.get('msg')}"
 
 
-
-
 def _add_search_routes(app: FastAPI) -> None:
     @app.post("/query/{method}", summary="Answer a question (local, global or basic search)")
     async def query(method: SearchMethod, body: Annotated[QueryRequest, Body()], request: Request) -> Any:
