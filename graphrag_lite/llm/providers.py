@@ -136,7 +136,8 @@ def key_problem(model: ModelConfig) -> str | None:
     """Why the model's calls would fail for want of a key, found before any call: a placeholder such as
     `init`'s <your-api-key>, or no key at all where the provider needs one and no api_base names a server
     that may not. None when the key looks usable (or the provider needs none)."""
-    if (plug_in := plugged(model.model)) is not None and not plug_in.needs_key(model.model):
+    plug_in = plugged(model.model)
+    if plug_in is not None and not plug_in.needs_key(model.model):
         return None
     if model.api_key is not None:
         value = model.api_key.get_secret_value()
@@ -148,6 +149,8 @@ def key_problem(model: ModelConfig) -> str | None:
         return None
     if model.api_base:
         return None
+    if plug_in is not None:  # LiteLLM cannot tell what a plug-in needs: it said it needs a key
+        return "no API key (its provider needs one: set api_key)"
     litellm = import_large("litellm")
     try:
         missing = litellm.validate_environment(model=model.model).get("missing_keys", [])

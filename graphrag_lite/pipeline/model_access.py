@@ -149,6 +149,10 @@ class ModelAccess:
                 loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
 
     def close(self) -> None:
+        """End what is still running on the run's loop (a run stopped between two stages leaves a stage's early
+        work), while the answer cache and the gateway are still open to take what it finishes; then close them."""
+        if self._runner is not None:
+            self._end_tasks()
         if self._cache is not None:
             self._cache.close()
         if self._gateway is not None:
