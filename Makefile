@@ -1,8 +1,9 @@
 # make demo: install into .venv, index the bundled sample corpus with the fast method (no model, no key),
 # show the index and ask a local and a global question.
 # make test: install with the test extras into .venv (and Debian's chromium for the explorer page test) and
-# run the whole suite, then make lint (what CI runs).
-# make lint: ruff, mypy, and the docs site (docs/) built with warnings as errors.
+# run the whole suite on every core (a test file to a worker), then make lint (what CI runs).
+# make lint: ruff, mypy, the import contracts (.importlinter) and the docs site (docs/) built with warnings as
+# errors.
 # make experiment: run experiments/example.yaml (fast-method variants over the sample, no model) and print
 # the table; the report is in experiments/example-results/report.md.
 PYTHON ?= python3
@@ -46,7 +47,7 @@ browser:
 		echo "chromium is not installed: the browser test will be skipped (apt-get install chromium)"
 
 test: $(STAMP) browser
-	$(BIN)/python -m pytest
+	$(BIN)/python -m pytest -n auto --dist loadfile
 	$(MAKE) lint
 
 # the docs site (mkdocs.yml, docs/) is built with warnings as errors, into .venv so that it stays out of the

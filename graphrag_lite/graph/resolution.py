@@ -31,9 +31,12 @@ from __future__ import annotations
 import re
 from collections import Counter, defaultdict
 from dataclasses import dataclass, field
+from typing import TYPE_CHECKING
 
-from graphrag_lite.alias_overrides import AliasOverrides
 from graphrag_lite.names import FEMALE_HONORIFICS, HONORIFICS
+
+if TYPE_CHECKING:  # a type only: resolution itself needs no pandas, which the overrides file's module loads
+    from graphrag_lite.alias_overrides import AliasOverrides
 
 # role titles a person is called by ("Senator Velling"); kept in names, set aside when matching persons
 ROLES = frozenset({"SENATOR", "MAYOR", "JUDGE", "JUSTICE", "MINISTER", "INSPECTOR", "COMMISSIONER", "PRESIDENT",
