@@ -1,5 +1,5 @@
 """Batch mode (`index --batch`): the index stages' calls as provider batch jobs, through the fake provider's
-batch endpoint (graphrag_lite/llm/fake_batch.py) and through LiteLLM's batch functions (scripted here)."""
+batch endpoint (graphrag_lite/fake/batch.py) and through LiteLLM's batch functions (scripted here)."""
 
 from __future__ import annotations
 

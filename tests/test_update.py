@@ -395,3 +395,24 @@ def test_a_dry_run_never_calls_a_model_stage_free_when_it_will_call(tmp_path: Pa
     assert notes["extract_graph"]["note"].startswith("unchanged")
     assert notes["summarize_descriptions"]["note"] == "will call the model: not estimable before it runs"
     assert "Not estimable before they run" in estimated.output
+
+
+def test_an_update_reads_each_input_file_once(tmp_path: Path, cli, monkeypatch):
+    """Listing the changes before any model call, digesting the input to decide whether load_documents runs,
+    and the stage itself share one read of each file (documents/file_reads.py)."""
+    root = sample_project(tmp_path / "p")
+    assert cli("index", "--root", root, "--method", "fast").exit_code == 0
+    (root / "input" / "note.txt").write_text("Mr. Pepys went to Deptford by water. " * 5, encoding="utf-8")
+    reads: list[str] = []
+    original = Path.read_bytes
+
+    def counted(self: Path) -> bytes:
+        if (root / "input") in self.parents:
+            reads.append(self.name)
+        return original(self)
+
+    monkeypatch.setattr(Path, "read_bytes", counted)
+    updated = cli("update", "--root", root)
+    assert updated.exit_code == 0 and "1 added (note.txt)" in updated.output
+    files = sorted(p.name for p in (root / "input").iterdir())
+    assert sorted(reads) == files  # each once (the code before read each 5 times: 2 digests, 2 parses and 1 more)

@@ -70,11 +70,11 @@ class LoadedInput:
 
 
 def read_documents(cfg: InputConfig, track: Callable[[list[Path]], Iterable[Path]],
-                   known: frozenset[str] = frozenset(), keep: bool = True) -> LoadedInput:
+                   known: frozenset[str] = frozenset(), keep: bool = False) -> LoadedInput:
     """Every input file read, checked and turned into documents; `track` wraps the files in a progress bar.
     Of two files with the same text, one titled as a `known` document (indexed before) is kept: a copy of
     an indexed file is the duplicate, not the original. `keep`: the documents are kept for a later read in
-    this command (file_reads.py); without it, what earlier reads kept is let go."""
+    this command (file_reads.py); without it, what earlier reads kept is let go once used."""
     files, unmatched = list_input_files(cfg)
     raw: list[RawDocument] = []
     problems: list[InputProblem] = []

@@ -43,7 +43,7 @@ class Options:
     capacity: int = 0  # calls served at once; more in flight are refused with 429 (0: no limit)
     replies: str = ""  # a YAML file of scripted replies (see Script)
     prefix_cache: int = 0  # 1: a provider prompt cache (OpenAI's rule): usage reports the cached prompt tokens
-    # read by the fake's batch endpoint (fake_batch.py); online calls ignore them
+    # read by the fake's batch endpoint (batch.py); online calls ignore them
     batch_delay: float = 0.0  # seconds from sending a batch to its answers
     batch_fail: float = 0.0  # share of a batch's requests that fail (its error file)
     batch_invalid: float = 0.0  # share of a batch's requests answered cut off at their length limit (unusable)

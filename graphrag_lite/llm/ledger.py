@@ -33,7 +33,7 @@ class CallRecord:
     parse_retries: int  # corrective follow-ups after an unparseable answer
     ok: bool
     provider_cached_tokens: int = 0  # prompt tokens the provider served from its prompt cache (cheaper)
-    early: bool = False  # made by its stage's early work (pipeline.Stage.early), which may run before its turn
+    early: bool = False  # made by its stage's early work (pipeline.contract.Stage.early), which may run before its turn
 
 
 # the calls of one request to a long-lived process (graphrag-lite serve), whose gateway serves many at once

@@ -20,7 +20,7 @@ def run(ctx: StageContext) -> StageResult:
     # their texts are not needed to tell what changed
     previous = ctx.previous("input_documents", ["id", "human_readable_id", "title", *texts_if_ids_given(cfg)])
     loaded = read_documents(cfg, lambda files: ctx.track(files, total=len(files), what="files"),
-                            known=frozenset(previous["title"]) if previous is not None else frozenset(), keep=False)
+                            known=frozenset(previous["title"]) if previous is not None else frozenset())
     table, files, dropped, problems = loaded.table, loaded.files, loaded.dropped, loaded.problems
     summary = f"{len(files)} files -> {len(table)} documents"
     if dropped:
