@@ -415,4 +415,4 @@ def test_an_update_reads_each_input_file_once(tmp_path: Path, cli, monkeypatch):
     updated = cli("update", "--root", root)
     assert updated.exit_code == 0 and "1 added (note.txt)" in updated.output
     files = sorted(p.name for p in (root / "input").iterdir())
-    assert sorted(reads) == files  # each once (the code before read each 5 times: 2 digests, 2 parses and 1 more)
+    assert sorted(reads) == files  # each once (the code before read each 5 times: 3 digests, 2 parses)
