@@ -416,3 +416,21 @@ def test_an_update_reads_each_input_file_once(tmp_path: Path, cli, monkeypatch):
     assert updated.exit_code == 0 and "1 added (note.txt)" in updated.output
     files = sorted(p.name for p in (root / "input").iterdir())
     assert sorted(reads) == files  # each once (the code before read each 5 times: 3 digests, 2 parses)
+
+
+def test_the_api_updates_an_index_with_the_method_it_was_built_with(tmp_path: Path, cli):
+    """One index policy for every caller (api.py): an update from Python keeps a fast index fast, as
+    `graphrag-lite update` does, and a build with another method says what it re-runs."""
+    from graphrag_lite import build_index
+    from graphrag_lite.api import plan_index
+
+    root = sample_project(tmp_path / "p")
+    assert cli("index", "--root", root, "--method", "fast").exit_code == 0
+    (root / "input" / "note.txt").write_text("Mr. Pepys went to Deptford by water. " * 5, encoding="utf-8")
+    summary = build_index(root, update=True)
+    assert summary.status == "completed" and "extract_graph_nlp" in summary.stages
+    stats = json.loads((root / "output" / "stats.json").read_text(encoding="utf-8"))
+    assert stats["pipeline"] == "fast" and stats["update"]["documents"]["added"] == 1
+    plan = plan_index(root, method="standard")  # planned only: the notes the CLI and build_index's console show
+    assert plan.pipeline.name == "standard"
+    assert "was built with the fast method; this run uses standard" in plan.notes[0]
