@@ -17,8 +17,8 @@ from pathlib import Path
 from shared_data import SHARED
 
 from graphrag_lite.config import ChunkingConfig, InputConfig
+from graphrag_lite.documents.chunking import chunk_documents
 from graphrag_lite.documents.reading import build_documents, list_input_files, read_input_file
-from graphrag_lite.stages.chunk_text import chunk_documents
 
 DEFAULT_ZIP = SHARED / "corpora/podcast-transcripts/kevin-scott-podcasts.zip"
 

@@ -33,9 +33,9 @@ import numpy as np
 import pandas as pd
 from resolution_corpus import TYPES, Corpus, generate
 
+from graphrag_lite.graph.final_tables import finalize_graph
 from graphrag_lite.graph.merge import MergeResult, merge_graph
 from graphrag_lite.names import normalize_name
-from graphrag_lite.stages.cluster_graph import finalize_graph
 
 
 @dataclass

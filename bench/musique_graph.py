@@ -20,8 +20,8 @@ from pathlib import Path
 import pandas as pd
 from shared_data import SHARED
 
+from graphrag_lite.graph.final_tables import finalize_graph
 from graphrag_lite.graph.merge import merge_graph
-from graphrag_lite.stages.cluster_graph import finalize_graph
 
 DEFAULT = SHARED / "corpora/musique-dev/openie_gpt-3.5-turbo-1106.json"
 

@@ -28,9 +28,9 @@ from musique_graph import DEFAULT, raw_tables, summarized
 from retrieval_eval import Scores, compared_methods, score_question, with_settings
 
 from graphrag_lite.config import GraphRagConfig, ModelConfig, OutputConfig, VectorStoreConfig
+from graphrag_lite.graph.final_tables import finalize_graph
 from graphrag_lite.graph.merge import merge_graph
 from graphrag_lite.query.engine import GraphRAG
-from graphrag_lite.stages.cluster_graph import finalize_graph
 from graphrag_lite.stages.finalize_text_units import finalize
 from graphrag_lite.storage import OutputStore, write_json
 from graphrag_lite.tokens import count_tokens

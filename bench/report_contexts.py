@@ -16,9 +16,9 @@ import time
 import pandas as pd
 from musique_graph import DEFAULT, raw_tables, summarized
 
+from graphrag_lite.graph.final_tables import finalize_graph
 from graphrag_lite.graph.merge import merge_graph
 from graphrag_lite.graph.report_context import ChildReport, ContextBuilder
-from graphrag_lite.stages.cluster_graph import finalize_graph
 
 
 def main() -> None:

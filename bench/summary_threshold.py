@@ -28,9 +28,9 @@ from pathlib import Path
 import pandas as pd
 
 from graphrag_lite.config import CacheConfig, GraphRagConfig, ModelConfig, SummarizeDescriptionsConfig
+from graphrag_lite.graph.summaries import summarize
 from graphrag_lite.llm.gateway import Gateway
 from graphrag_lite.prompts import fill, load_prompt
-from graphrag_lite.stages.summarize_descriptions import summarize
 from graphrag_lite.tokens import count_tokens
 
 BINS = [(2, 2, 0, 100), (2, 2, 100, 400), (3, 4, 0, 200), (3, 4, 200, 600), (5, 8, 0, 400), (5, 8, 400, 1500),

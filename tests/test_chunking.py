@@ -4,7 +4,7 @@ import pytest
 from pydantic import ValidationError
 
 from graphrag_lite.config import ChunkingConfig
-from graphrag_lite.stages.chunk_text import chunk_documents
+from graphrag_lite.documents.chunking import chunk_documents
 from graphrag_lite.tokens import get_encoding
 
 ENCODING = "o200k_base"

@@ -50,7 +50,7 @@ def test_every_component_is_clustered_by_default_and_loose_entities_are_grouped_
 
 
 def test_loose_groups_keep_a_text_units_entities_together_and_are_never_split():
-    from graphrag_lite.stages.cluster_graph import loose_groups
+    from graphrag_lite.graph.final_tables import loose_groups
 
     units = [["u2"], ["u1"], ["u1"], ["u3"], ["u1"], [], ["u2"]]
     degree = [0, 0, 0, 1, 0, 0, 0]
@@ -162,7 +162,7 @@ def test_settled_vertices_keep_their_communities_exactly():
 
 
 def test_an_entity_is_settled_only_when_its_relationships_and_weights_are_as_before():
-    from graphrag_lite.stages.cluster_graph import settled_entities
+    from graphrag_lite.graph.final_tables import settled_entities
 
     graph = build_graph(5, [(0, 1), (1, 2), (3, 4)], [1.0, 2.0, 1.0])
     ids, rels = ["a", "b", "c", "d", "e"], ["ab", "bc", "de"]

@@ -605,7 +605,7 @@ def test_an_answer_cache_that_cannot_be_opened_says_what_to_do(tmp_path, monkeyp
 
 def test_a_summary_cut_at_a_full_stop_is_caught_by_what_it_leaves_out(tmp_path):
     from graphrag_lite.config import SummarizeDescriptionsConfig
-    from graphrag_lite.stages.summarize_descriptions import summarize
+    from graphrag_lite.graph.summaries import summarize
 
     descriptions = ["Alex Mercer is an agent of the Paranormal Military Squad.",
                     "Alex Mercer doubts the protocols but complies with Taylor Cruz.",

@@ -30,10 +30,10 @@ from graphrag_lite.extraction.gleaning import (
 from graphrag_lite.extraction.replies import checked
 from graphrag_lite.extraction.tuples import parse_claims_reply, parse_graph_json, parse_graph_reply
 from graphrag_lite.fake.script import scripted
+from graphrag_lite.graph.summaries import summary_parser
 from graphrag_lite.llm.errors import LLMCallError
 from graphrag_lite.llm.gateway import Gateway
 from graphrag_lite.query.global_search import MapAnswer, parse_rating
-from graphrag_lite.stages.summarize_descriptions import summary_parser
 from graphrag_lite.tables import Report
 
 REPLIES = Path(__file__).parent / "data" / "replies"

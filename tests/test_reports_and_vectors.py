@@ -227,7 +227,7 @@ def test_a_report_waits_for_its_sub_communities_only_when_it_needs_their_reports
     is written once its children's reports exist, and uses them."""
     import asyncio
 
-    from graphrag_lite.stages.community_reports import ReportWriter
+    from graphrag_lite.graph.reports import ReportWriter
 
     communities = table(novella, "communities")
     parents = communities[communities["children"].map(len) > 0]
@@ -282,8 +282,8 @@ def test_the_reports_a_waiting_parent_needs_get_the_model_first(novella):
     and, with more slots, add rounds of calls."""
     import asyncio
 
+    from graphrag_lite.graph.reports import ReportWriter
     from graphrag_lite.llm.limits import PRIORITY, AdaptiveConcurrency
-    from graphrag_lite.stages.community_reports import ReportWriter
 
     communities, builder, needed = waiting_parents(novella)
     answer = json_parser(Report)('{"title": "T", "summary": "S", "rating": 5, '
@@ -313,9 +313,9 @@ def test_a_report_call_s_priority_reaches_the_model_s_queue_through_the_gateway(
 
     from graphrag_lite.config import CacheConfig, GraphRagConfig, ModelConfig
     from graphrag_lite.fake.provider import STATS
+    from graphrag_lite.graph.reports import ReportWriter
     from graphrag_lite.llm.gateway import Gateway
     from graphrag_lite.prompts import fill, section_prompt
-    from graphrag_lite.stages.community_reports import ReportWriter
 
     communities, builder, needed = waiting_parents(novella)
     config = GraphRagConfig(models={"m": ModelConfig(model="fake/default?latency=0.002", concurrency=1)},

@@ -3,9 +3,9 @@ from collections import Counter
 
 from graphrag_lite.config import CacheConfig, GraphRagConfig, ModelConfig, SummarizeDescriptionsConfig
 from graphrag_lite.fake.provider import STATS
+from graphrag_lite.graph.summaries import JOINED, SUMMARIZED, joined_if_short, pack, summarize_all
 from graphrag_lite.llm.gateway import Gateway
 from graphrag_lite.prompts import load_prompt
-from graphrag_lite.stages.summarize_descriptions import JOINED, SUMMARIZED, joined_if_short, pack, summarize_all
 
 TEMPLATE = load_prompt(None, "summarize_descriptions.txt")
 
