@@ -47,7 +47,7 @@ browser:
 		echo "chromium is not installed: the browser test will be skipped (apt-get install chromium)"
 
 test: $(STAMP) browser
-	$(BIN)/python -m pytest -n auto --dist loadfile
+	$(BIN)/python -m pytest -n auto --dist loadfile -rs
 	$(MAKE) lint
 
 # the docs site (mkdocs.yml, docs/) is built with warnings as errors, into .venv so that it stays out of the
