@@ -1,5 +1,5 @@
 """The composition root: how an index is built, updated and estimated, the same for `graphrag-lite index`
-and `update`, the server and Python callers (the query engine, `GraphRAG`, answers questions).
+and `update` and for Python callers (the query engine, `GraphRAG`, answers questions).
 
     from graphrag_lite import build_index, run_experiment
     summary = build_index("my-project", {"chunking.size": 300}, method="fast")
@@ -19,6 +19,7 @@ from typing import Any
 from rich.console import Console
 
 from graphrag_lite.config import GraphRagConfig, Overrides, apply_overrides
+from graphrag_lite.documents import file_reads
 from graphrag_lite.documents.changes import CHANGE_KINDS, document_changes, texts_if_ids_given
 from graphrag_lite.documents.reading import read_documents
 from graphrag_lite.errors import ConfigError, InputError, MissingIndex, index_command
@@ -49,15 +50,19 @@ class IndexPlan:
 
 
 def plan_index(config: str | Path | GraphRagConfig = ".", overrides: Overrides = (), method: str | None = None, *,
-               update: bool = False, batch: bool = False, settings_file: Path | None = None) -> IndexPlan:
+               update: bool = False, batch: bool = False, settings_file: Path | None = None,
+               with_changes: bool = True) -> IndexPlan:
     """The settings and pipeline of a run (see `build_index`), and, over an existing index, what changed in
-    the input since its last run, read before any model call. `settings_file`: the project folder's settings
-    are in that file instead (the CLI's --config)."""
+    the input since its last run, read before any model call (later, with `with_changes=False`: the CLI
+    says what will run first, then calls `list_changes`). `settings_file`: the project folder's settings are in
+    that file instead (the CLI's --config)."""
+    file_reads.forget()  # a command's reads start here: a file read by an earlier command is read again
     cfg, pipeline = _configured(config, overrides, method, settings_file)
     built_with = indexed_pipeline(cfg.output.base_dir)
     if update and built_with is None:
+        root = cfg.root_dir if isinstance(config, GraphRagConfig) else Path(config)
         raise MissingIndex(f"no index in {cfg.output.base_dir} to update; build it first with "
-                           f"`{index_command(cfg.root_dir)}`")
+                           f"`{index_command(root)}`")
     notes = []
     if built_with is not None and built_with[0] != pipeline.name:
         if update and method is None:  # an update keeps the method of the index it updates
@@ -68,22 +73,34 @@ def plan_index(config: str | Path | GraphRagConfig = ".", overrides: Overrides =
                          f"keeps {built_with[0]})")
     cfg.batch.enabled = batch
     plan = IndexPlan(cfg, pipeline, built_with, notes)
-    if built_with is not None:
-        plan.changes, plan.resuming = pending_changes(cfg)
+    if with_changes:
+        list_changes(plan)
     return plan
+
+
+def list_changes(plan: IndexPlan) -> None:
+    """Over an existing index, what changed in the input since its last run (`plan.changes`, `plan.resuming`)."""
+    if plan.built_with is not None:
+        plan.changes, plan.resuming = pending_changes(plan.config)
 
 
 def run_index(plan: IndexPlan, console: Console | None = None, force: bool = False, from_stage: str | None = None,
               use_cache: bool = True) -> RunSummary:
     """Run the planned pipeline: the stages whose inputs or settings changed (all with `force`, those from
     `from_stage` on). stats.json records what every stage did, batch figures included."""
-    return run_pipeline(plan.config, plan.pipeline, console or Console(quiet=True), force=force,
-                        from_stage=from_stage, use_cache=use_cache)
+    try:
+        return run_pipeline(plan.config, plan.pipeline, console or Console(quiet=True), force=force,
+                            from_stage=from_stage, use_cache=use_cache)
+    finally:
+        file_reads.forget()  # what the command read ends with it
 
 
 def estimate_index(plan: IndexPlan, console: Console | None = None, use_cache: bool = True) -> dict[str, Any]:
     """The planned run's model calls, tokens and cost per stage, estimated without calling a model."""
-    return dry_run(plan.config, plan.pipeline, console or Console(quiet=True), use_cache=use_cache)
+    try:
+        return dry_run(plan.config, plan.pipeline, console or Console(quiet=True), use_cache=use_cache)
+    finally:
+        file_reads.forget()
 
 
 def build_index(config: str | Path | GraphRagConfig = ".", overrides: Overrides = (), method: str | None = None,
@@ -118,7 +135,10 @@ def _changed_documents(config: GraphRagConfig) -> Changes | None:
     if not store.has("input_documents"):
         return None
     last = read_state(config.output.base_dir).get(LOAD_DOCUMENTS.name, {})
-    if last.get("fingerprint") == stage_fingerprint(LOAD_DOCUMENTS, config, {}):
+    with file_reads.keeping_bytes():  # for the parse that follows when something changed: one read of a file
+        unchanged = last.get("fingerprint") == stage_fingerprint(LOAD_DOCUMENTS, config, {})
+    if unchanged:
+        file_reads.forget_parsed()  # nothing to parse: let the bytes go
         return {kind: [] for kind in CHANGE_KINDS}  # the same files, bytes and settings: nothing to parse again
     previous = store.read("input_documents", ["id", "title", *texts_if_ids_given(config.input)])
     try:  # kept for the stage, which then reads no file again

@@ -88,3 +88,9 @@ def test_a_call_the_fake_has_no_answer_for_fails_loudly(tmp_path):
     g = gateway(tmp_path)
     with pytest.raises((LLMCallError, LLMConfigurationError), match="no answer for a call of stage 'x', step 'y'"):
         ask(g, "Say something.", "x", "y")
+
+
+def test_a_prompt_without_the_sections_the_fake_reads_fails_loudly(tmp_path):
+    g = gateway(tmp_path)
+    with pytest.raises((LLMCallError, LLMConfigurationError), match="cannot read the prompt of a call of stage"):
+        ask(g, "Judge the two answers, please.", "judge", "judge")  # an edited judge prompt, no ---Criteria---

@@ -434,3 +434,29 @@ def test_the_api_updates_an_index_with_the_method_it_was_built_with(tmp_path: Pa
     plan = plan_index(root, method="standard")  # planned only: the notes the CLI and build_index's console show
     assert plan.pipeline.name == "standard"
     assert "was built with the fast method; this run uses standard" in plan.notes[0]
+
+
+def test_a_same_size_edit_with_its_old_modification_time_is_read_again(tmp_path: Path):
+    """`cp -p`, `rsync -a` or `touch -r` give an edited file its old size and modification time: what one
+    command read of it is not served to the next (each starts afresh), nor within a command (the change time,
+    which no tool sets, is part of what says a file is the one read)."""
+    import os
+
+    from graphrag_lite import build_index
+    from graphrag_lite.documents import file_reads
+
+    root = sample_project(tmp_path / "p")
+    note = root / "input" / "note.txt"
+    note.write_text("Mr. Pepys went to Paris by water.", encoding="utf-8")
+    before = file_reads.file_digest(note)
+    status = note.stat()
+    note.write_text("Mr. Pepys went to Milan by water.", encoding="utf-8")  # the same size
+    os.utime(note, ns=(status.st_atime_ns, status.st_mtime_ns))
+    assert note.stat().st_size == status.st_size and note.stat().st_mtime_ns == status.st_mtime_ns
+    assert file_reads.file_digest(note) != before
+    build_index(root, method="fast")
+    note.write_text("Mr. Pepys went to Turin by water.", encoding="utf-8")
+    os.utime(note, ns=(status.st_atime_ns, status.st_mtime_ns))
+    build_index(root, method="fast")  # in the same process
+    texts = pd.read_parquet(root / "output" / "documents.parquet")["text"]
+    assert any("Turin" in text for text in texts) and not any("Milan" in text for text in texts)

@@ -86,12 +86,13 @@ def build_index(out: Console, root: Path, config: Path | None, set_: list[str], 
     code. Over an existing index, what changed in the input is listed before any model call."""
     from graphrag_lite import api  # the index stack: loaded by the commands that build an index
 
-    plan = api.plan_index(root, set_, method, update=update, batch=batch, settings_file=config)
+    plan = api.plan_index(root, set_, method, update=update, batch=batch, settings_file=config, with_changes=False)
     for note in plan.notes:
         out.print(f"[yellow]note:[/yellow] {note}", highlight=False)
     verb = "Updating" if plan.built_with is not None else "Indexing"
     out.print(f"{verb} with pipeline [bold]{plan.pipeline.name}[/bold] "
               f"({' → '.join(s.name for s in plan.pipeline.stages)})", highlight=False)
+    api.list_changes(plan)  # said after what runs: reading a large input takes a while
     print_pending_changes(out, plan)
     if dry_run:
         print_estimates(api.estimate_index(plan, out, use_cache=not no_cache), batch)

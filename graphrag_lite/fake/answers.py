@@ -1,6 +1,8 @@
-"""The fake model's answers, computed from the text in the prompt and chosen by the kind of call: the stage
-and step the gateway names (calls.CALL_STEP, or a batch request's `call`), never the prompt's wording, so an
-edited prompt gets the answer its call asks for, and a call of a kind the fake does not know fails loudly."""
+"""The fake model's answers, chosen by the kind of call: the stage and step the gateway names (calls.CALL_STEP,
+or a batch request's `call`), never by the prompt's wording, so an edited prompt gets the kind of answer its
+call asks for. An answer is computed from the data sections of the prompt (the text, the description list,
+the entities and relationships, the reports); a call of a kind the fake does not know, or a prompt without
+the sections its answer reads, fails loudly (UnknownCall), as a provider refuses a request it cannot serve."""
 
 from __future__ import annotations
 
@@ -24,8 +26,8 @@ from graphrag_lite.words import STOPWORDS
 
 
 class UnknownCall(ValueError):
-    """A call of a stage and step the fake has no answer for: name the step where the call is made, and add
-    its answer to ROUTES."""
+    """A call of a stage and step the fake has no answer for (name the step where the call is made, and add
+    its answer to ROUTES), or a prompt without the sections its answer is computed from."""
 
 
 def answer(messages: list[dict[str, Any]], call: tuple[str, str]) -> str:
@@ -37,7 +39,12 @@ def answer(messages: list[dict[str, Any]], call: tuple[str, str]) -> str:
     first = str(messages[0].get("content", ""))
     last = str(messages[-1].get("content", ""))
     prior = [str(m.get("content", "")) for m in messages[1:] if m.get("role") == "assistant"]
-    return respond(first, last, prior)
+    try:
+        return respond(first, last, prior)
+    except (IndexError, KeyError, ValueError) as err:  # the data sections it computes from are not in the prompt
+        raise UnknownCall(f"the fake model cannot read the prompt of a call of stage {stage!r}, step {step!r} "
+                          f"({type(err).__name__}: {err}): it answers from the sections the packaged prompt "
+                          "has") from None
 
 
 def summarize(first: str, last: str, prior: list[str]) -> str:

@@ -114,6 +114,8 @@ def _finish(batch: dict[str, Any]) -> dict[str, Any]:
                 output.append(_answer_line(request, options))
             except UnknownCall as err:  # as a provider refuses a request it cannot serve
                 errors.append(_error_line(request["custom_id"], "invalid_request", str(err)))
+            except Exception as err:  # a request the fake cannot read fails alone, never the whole batch
+                errors.append(_error_line(request["custom_id"], "invalid_request", f"{type(err).__name__}: {err}"))
     batch.update(status=status, answered=len(output), failed=len(errors), output_file_id=_store_lines(output),
                  error_file_id=_store_lines(errors))
     return batch

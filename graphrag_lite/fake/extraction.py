@@ -32,10 +32,6 @@ ORG_SUFFIXES = ("Corp", "Corporation", "Inc", "Ltd", "Company", "University", "A
 PHRASE = re.compile(r"\b[A-Z][\w'\u2019-]*(?:\s+(?:of|the|de|van|von|and)?\s*[A-Z][\w'\u2019-]*)*")
 
 
-def _is_claims(first: str, last: str) -> bool:
-    return "analyze claims" in first or "-Target activity-" in first
-
-
 def _is_json_graph(first: str) -> bool:
     return '"entities"' in first and '"relationships"' in first
 
@@ -159,11 +155,13 @@ def _missed(first: str, last: str, prior: list[str]) -> tuple[list[str], dict[st
 
 
 def continue_extraction(first: str, last: str, prior: list[str]) -> str:
-    return COMPLETE if _is_claims(first, last) else _graph_answer(first, *_missed(first, last, prior))
+    """A graph gleaning: the names found in the text that no earlier answer gave."""
+    return _graph_answer(first, *_missed(first, last, prior))
 
 
 def loop_check(first: str, last: str, prior: list[str]) -> str:
-    return "Y" if not _is_claims(first, last) and _missed(first, last, prior)[0] else "N"
+    """Y while the text holds names no answer gave yet."""
+    return "Y" if _missed(first, last, prior)[0] else "N"
 
 
 def claim_extraction(first: str, last: str, prior: list[str]) -> str:

@@ -58,7 +58,9 @@ def fatal_reason(err: Exception, model_id: str, model: ModelConfig) -> str | Non
                 "(or the variable it reads from .env / the environment)")
     if "LLM Provider NOT provided" in str(err):
         return (f"{where}: LiteLLM does not know this model's provider; write `model` as provider/name "
-                "(openai/gpt-4o-mini, azure/<deployment>, ollama/llama3, anthropic/...)")
+                "(openai/gpt-4o-mini, azure/<deployment>, ollama/llama3, anthropic/...). A plug-in provider "
+                "(such as the offline fake model) is found through the entry-point group graphrag_lite.providers: "
+                "if it is missing, install the package again (pip install -e . in a checkout)")
     if name == "NotFoundError" or http_status(err) == 404:
         return f"{where}: the provider does not know this model or deployment; check `model` and `api_base`"
     return None

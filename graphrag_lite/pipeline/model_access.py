@@ -4,7 +4,6 @@ loop for every stage's model calls, and the stages' early work."""
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import contextvars
 import functools
 import gc
@@ -44,6 +43,7 @@ class ModelAccess:
         self._runner: asyncio.Runner | None = None
         self._early: dict[str, asyncio.Task[Any]] = {}  # stage -> its early work (Stage.early), until taken
         self._early_begun: set[str] = set()  # the stages whose early work was considered (started or not)
+        self._interrupt: BaseException | None = None  # the interrupt the run stopped on, raised again by waiters
 
     def cache(self) -> AnswerCache | None:
         """The answer cache (None with --no-cache or cache.enabled: false), also for what a model-free stage
@@ -95,7 +95,8 @@ class ModelAccess:
         runner = self._loop_runner()
         try:
             return runner.run(coroutine)
-        except KeyboardInterrupt:
+        except KeyboardInterrupt as interrupt:
+            self._interrupt = interrupt
             self._end_tasks()
             raise
 
@@ -135,9 +136,10 @@ class ModelAccess:
         return self._runner
 
     def _end_tasks(self) -> None:
-        """Cancel the tasks an interrupt left running and let them end. A task that waited for the one the
-        interrupt landed in raises the interrupt again as it ends, which stops the loop: it runs again until no
-        task is left (a second interrupt cuts the clean-up short, not the first's report)."""
+        """Cancel the tasks left running (by an interrupt, or by a run that stopped between stages) and let them
+        end. A task that waited for the one the interrupt landed in raises that interrupt again as it ends,
+        which stops the loop: it runs again until no task is left. A second interrupt cuts the clean-up short,
+        not the first's report."""
         loop = self._loop_runner().get_loop()
         for _ in range(ENDING_PASSES):
             left = [task for task in asyncio.all_tasks(loop) if not task.done()]
@@ -145,8 +147,11 @@ class ModelAccess:
                 return
             for task in left:
                 task.cancel()
-            with contextlib.suppress(BaseException):
+            try:
                 loop.run_until_complete(asyncio.gather(*left, return_exceptions=True))
+            except BaseException as raised:  # told apart: the first interrupt again, or a new one
+                if raised is not self._interrupt:
+                    return
 
     def close(self) -> None:
         """End what is still running on the run's loop (a run stopped between two stages leaves a stage's early

@@ -213,8 +213,18 @@ def _start_early_work(pipeline: Pipeline, position: int, context: StageContext) 
 
 def _finish(stats: dict[str, Any], ending: tuple[str, dict[str, Any] | None], models: ModelAccess,
             store: OutputStore, run_started: float) -> list[str]:
-    """Write the run's final stats.json (status, model totals, the update record); returns the stages that
-    ran with failures. `ending`: how the run ended, and the update record of the unfinished run it resumed."""
+    """Write the run's final stats.json (status, model totals, the update record, batch figures) and close
+    the models; after a completed run, drop the batches earlier runs left from llm_batches.json. Returns the
+    stages that ran with failures. `ending`: how the run ended, and the update record of the unfinished run it
+    resumed."""
+    try:
+        return _final_stats(stats, ending, models, store, run_started)
+    finally:
+        models.close()
+
+
+def _final_stats(stats: dict[str, Any], ending: tuple[str, dict[str, Any] | None], models: ModelAccess,
+                 store: OutputStore, run_started: float) -> list[str]:
     status, resumed = ending
     incomplete = [name for name, s in stats["stages"].items() if str(s.get("status", "")).startswith("ran with")]
     if status == "completed" and incomplete:
@@ -231,12 +241,23 @@ def _finish(stats: dict[str, Any], ending: tuple[str, dict[str, Any] | None], mo
         stats["update"] = update
     if batches := models.batch_counts():
         stats["batch"] = batches
-    # once the index is complete, no call waits for the batches earlier runs left: they are named for cancelling
-    if status.startswith("completed") and (dropped := BatchStore(store.base_dir / BATCH_FILE).forget()):
-        stats["batches_forgotten"] = [batch["id"] for batch in dropped]
+    if status.startswith("completed"):
+        _forget_batches(stats, store)
     write_stats(store, stats, run_started)
-    models.close()
     return incomplete
+
+
+def _forget_batches(stats: dict[str, Any], store: OutputStore) -> None:
+    """Once the index is complete, no call waits for the batches earlier runs left: dropped from the batch file,
+    and named in stats.json for cancelling at the provider. A batch file that cannot be read or written is said
+    there and in the log, and does not undo the run."""
+    try:
+        dropped = BatchStore(store.base_dir / BATCH_FILE).forget()
+        if dropped:
+            stats["batches_forgotten"] = [str(batch.get("id")) for batch in dropped]
+    except (OSError, ValueError, KeyError, TypeError, AttributeError) as err:
+        stats["batches_not_forgotten"] = f"{BATCH_FILE}: {type(err).__name__}: {err}"
+        LOG.warning("the batches earlier runs left were not forgotten: %s", stats["batches_not_forgotten"])
 
 
 def _run_and_record(stage: Stage, config: GraphRagConfig, store: OutputStore, state: dict[str, Any],
