@@ -113,8 +113,9 @@ def build_index(config: str | Path | GraphRagConfig = ".", overrides: Overrides 
     pipeline's recommended settings under the overrides, as `graphrag-lite index` does; a GraphRagConfig is
     taken as it is. Unchanged stages are skipped; `batch` sends the model calls as provider batch jobs."""
     plan = plan_index(config, overrides, method, update=update, batch=batch, settings_file=settings_file)
-    for note in plan.notes:
-        (console or Console(quiet=True)).print(f"note: {note}", highlight=False, markup=False)
+    if console is not None:
+        for note in plan.notes:
+            console.print(f"note: {note}", highlight=False, markup=False)
     return run_index(plan, console, force=force, from_stage=from_stage, use_cache=use_cache)
 
 

@@ -91,14 +91,14 @@ def _current(path: Path) -> FileRead | None:
 
 def _read(path: Path, keep_bytes: bool) -> tuple[FileRead, bytes]:
     """The file read now, remembered (its bytes too, with `keep_bytes`, within KEEP_BYTES); and its bytes."""
-    stamp = _stamp(path)
+    key, stamp = path.resolve(), _stamp(path)
     data = path.read_bytes()
-    previous = _READS.pop(path.resolve(), None)
+    previous = _READS.pop(key, None)
     if previous is not None and previous.data is not None:
         _KEPT[0] -= len(previous.data)
     kept = data if keep_bytes and _KEPT[0] + len(data) <= KEEP_BYTES else None
     _KEPT[0] += len(kept or b"")
-    read = _READS[path.resolve()] = FileRead(stamp, hashlib.blake2b(data, digest_size=16).digest(), kept)
+    read = _READS[key] = FileRead(stamp, hashlib.blake2b(data, digest_size=16).digest(), kept)
     return read, data
 
 
