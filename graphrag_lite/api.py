@@ -23,15 +23,15 @@ from graphrag_lite.documents import file_reads
 from graphrag_lite.documents.changes import CHANGE_KINDS, document_changes, texts_if_ids_given
 from graphrag_lite.documents.reading import read_documents
 from graphrag_lite.errors import ConfigError, InputError, MissingIndex, index_command
+from graphrag_lite.pipeline.committing import readable_last_run, readable_state, working_store
 from graphrag_lite.pipeline.definition import Pipeline, indexed_pipeline, load_pipeline
 from graphrag_lite.pipeline.dry_run import dry_run
 from graphrag_lite.pipeline.fingerprints import stage_fingerprint
-from graphrag_lite.pipeline.records import last_run, read_state, unfinished
+from graphrag_lite.pipeline.records import unfinished
 from graphrag_lite.pipeline.runner import RunSummary, run_pipeline
 from graphrag_lite.pipeline.settings import configure
 from graphrag_lite.stages import STAGES
 from graphrag_lite.stages.load_documents import STAGE as LOAD_DOCUMENTS
-from graphrag_lite.storage import OutputStore
 
 Changes = dict[str, list[str]]
 
@@ -124,7 +124,7 @@ def pending_changes(config: GraphRagConfig) -> tuple[Changes | None, tuple[str, 
     when there is no index yet); and, when the last run ended early after reading the input and nothing
     changed since, how it ended and what it had found (the changes this run finishes)."""
     changes = _changed_documents(config)
-    last = last_run(config.output.base_dir)
+    last = readable_last_run(config.output.base_dir, None)
     found = last.get("stages", {}).get(LOAD_DOCUMENTS.name, {}).get("details", {}).get("documents_since_last_run")
     if not any((changes or {}).values()) and found and any(found.values()) and unfinished(last):
         return changes, (str(last.get("status")), found)
@@ -132,10 +132,11 @@ def pending_changes(config: GraphRagConfig) -> tuple[Changes | None, tuple[str, 
 
 
 def _changed_documents(config: GraphRagConfig) -> Changes | None:
-    store = OutputStore(config.output.base_dir)
+    state = readable_state(config.output.base_dir, None)
+    store = working_store(config.output.base_dir, state, None)
     if not store.has("input_documents"):
         return None
-    last = read_state(config.output.base_dir).get(LOAD_DOCUMENTS.name, {})
+    last = state.get(LOAD_DOCUMENTS.name, {})
     with file_reads.keeping_bytes():  # for the parse that follows when something changed: one read of a file
         unchanged = last.get("fingerprint") == stage_fingerprint(LOAD_DOCUMENTS, config, {})
     if unchanged:

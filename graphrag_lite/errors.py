@@ -64,6 +64,18 @@ class OutputLocked(GraphragLiteError):
     exit_code = 5
 
 
+class IndexDamaged(GraphragLiteError):
+    """A file of the index is missing, damaged or does not match what the index recorded (`path`: the file).
+    `graphrag-lite index` repairs it from what is intact and from the answer cache."""
+
+    exit_code = 6
+
+    def __init__(self, message: str, path: Path | None = None) -> None:
+        super().__init__(message)
+        self.path = path
+
+
 # Exit codes of the command line, one per cause (docs/indexing.md, "Exit codes"):
 # 0 done; 1 unexpected error; 2 configuration, input or missing index; 3 budget reached;
-# 4 finished with failed items, or stopped because too many failed; 5 output folder in use; 130 interrupted.
+# 4 finished with failed items, or stopped because too many failed; 5 output folder in use; 6 the index is
+# damaged (a file missing or changed: `graphrag-lite index` repairs it); 130 interrupted.

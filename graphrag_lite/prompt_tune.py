@@ -296,16 +296,16 @@ def text_units(config: GraphRagConfig) -> pd.DataFrame:
     (an index there is left as it was; its finished chunking is reused)."""
     from rich.console import Console
 
+    from graphrag_lite.pipeline.committed import open_committed
     from graphrag_lite.pipeline.definition import Pipeline
     from graphrag_lite.pipeline.dry_run import scratch_copy
     from graphrag_lite.pipeline.runner import run_pipeline
     from graphrag_lite.stages import STAGES
-    from graphrag_lite.storage import OutputStore
 
     stages = [STAGES["load_documents"], STAGES["chunk_text"]]
     with scratch_copy(config) as trial:
         run_pipeline(trial, Pipeline("prompt-tune", "text units to sample", stages), Console(quiet=True), brief=True)
-        return OutputStore(trial.output.base_dir).read("base_text_units")
+        return open_committed(trial.output.base_dir, trial.root_dir).store.read("base_text_units")
 
 
 def tune_project(config: GraphRagConfig, settings: Path, folder: Path, domain: str | None = None,

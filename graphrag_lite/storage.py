@@ -4,6 +4,7 @@ from __future__ import annotations
 
 import fcntl
 import hashlib
+import io
 import json
 import os
 import shutil
@@ -18,7 +19,7 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 
-from graphrag_lite.errors import OutputLocked
+from graphrag_lite.errors import IndexDamaged, OutputLocked
 
 
 @contextmanager
@@ -69,37 +70,104 @@ def file_digest(path: Path) -> str:
         return hashlib.file_digest(handle, lambda: hashlib.blake2b(digest_size=16)).hexdigest()
 
 
-class OutputStore:
-    """Tables of one index: `<base_dir>/<name>.parquet`."""
+TABLES_DIR = "tables"  # the table versions: <name>.<digest>.parquet, never rewritten
 
-    def __init__(self, base_dir: Path) -> None:
+
+class OutputStore:
+    """Tables of one index. A versioned store (`versions`: table name -> digest of the version it sees) reads
+    `<base_dir>/tables/<name>.<digest>.parquet`, checks each file against its digest as it reads it (a damaged
+    table is reported, never served) and writes a new version beside the others. A store without versions
+    reads `<base_dir>/<name>.parquet` as it is (an index built before versioned commits, or by Microsoft
+    GraphRAG): what it reads cannot be checked."""
+
+    def __init__(self, base_dir: Path, versions: dict[str, str] | None = None) -> None:
         self.base_dir = base_dir
+        self.versions = versions
 
     def path(self, name: str) -> Path:
-        return self.base_dir / f"{name}.parquet"
+        if self.versions is None:
+            return self.base_dir / f"{name}.parquet"
+        versioned = self.base_dir / TABLES_DIR / f"{name}.{self.versions.get(name)}.parquet"
+        legacy = self.base_dir / f"{name}.parquet"  # a table written before versioned commits, checked by digest
+        return legacy if not versioned.is_file() and legacy.is_file() else versioned
 
     def has(self, name: str) -> bool:
-        return self.path(name).is_file()
+        """Whether the store has the table (a versioned store: whether it names a version of it; a file that
+        is then missing is damage, reported when it is read)."""
+        return name in self.versions if self.versions is not None else self.path(name).is_file()
 
     def read(self, name: str, columns: list[str] | None = None) -> pd.DataFrame:
-        """A table, or only `columns` of it (without reading the others from disk)."""
+        """A table, or only `columns` of it; IndexDamaged when its file is missing, does not match its digest
+        or cannot be read as Parquet."""
         path = self.path(name)
-        if not path.is_file():
+        if not self.has(name):
             raise FileNotFoundError(f"table '{name}' not found in {self.base_dir}")
-        return pd.read_parquet(path, columns=columns)
+        try:
+            data = path.read_bytes()
+        except FileNotFoundError:
+            raise IndexDamaged(f"{path}: the file of table '{name}' is missing", path) from None
+        if self.versions is not None and _digest(data) != self.versions[name]:
+            raise IndexDamaged(f"{path}: table '{name}' does not match the digest the index recorded for it "
+                               "(changed or damaged on disk)", path)
+        try:
+            return pd.read_parquet(io.BytesIO(data), columns=columns)
+        except (OSError, ValueError, KeyError, IndexError, TypeError) as err:  # pyarrow's errors are OSError and
+            # ValueError subclasses; a footer that parses but lies gives the others
+            raise IndexDamaged(f"{path}: table '{name}' cannot be read ({type(err).__name__}: "
+                               f"{str(err)[:200]})", path) from None
 
     def rows(self, name: str) -> int:
         """A table's row count, from the Parquet footer (without reading the table)."""
         return int(pq.ParquetFile(self.path(name)).metadata.num_rows)
 
     def write(self, name: str, table: pd.DataFrame) -> str:
-        """Write a table atomically; returns the digest of the file written."""
-        with atomic_path(self.path(name)) as tmp:
+        """Write a new version of a table beside the others (a file that appears whole, by one rename) and
+        see it from now on; returns its digest. An unversioned store becomes versioned with its first write."""
+        folder = self.base_dir / TABLES_DIR
+        folder.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+        os.close(fd)
+        tmp = Path(tmp_name)
+        try:
             table.to_parquet(tmp, index=False)
-        return file_digest(self.path(name))
+            with open(tmp, "rb") as handle:
+                os.fsync(handle.fileno())
+            digest = file_digest(tmp)
+            target = folder / f"{name}.{digest}.parquet"
+            if not _intact(target, digest):  # the same version already there (a re-run) is kept
+                os.chmod(tmp, 0o666 & ~_umask())
+                os.replace(tmp, target)
+        finally:
+            tmp.unlink(missing_ok=True)
+        self.versions = {**(self.versions or {}), name: digest}
+        return digest
 
     def digest(self, name: str) -> str | None:
-        return file_digest(self.path(name)) if self.has(name) else None
+        """The digest of the table's file as it is on disk (None when the store has no such table or its
+        file is missing)."""
+        path = self.path(name)
+        return file_digest(path) if self.has(name) and path.is_file() else None
+
+    def files(self) -> set[Path]:
+        """The files of the versions this store sees."""
+        return {self.path(name) for name in (self.versions or {})}
+
+
+def _digest(data: bytes) -> str:
+    return hashlib.blake2b(data, digest_size=16).hexdigest()
+
+
+def _intact(path: Path, digest: str) -> bool:
+    return path.is_file() and file_digest(path) == digest
+
+
+def read_record(path: Path) -> Any:
+    """A JSON record of the output folder; IndexDamaged (naming the file) when it cannot be read."""
+    try:
+        return json.loads(path.read_text(encoding="utf-8"))
+    except (UnicodeDecodeError, json.JSONDecodeError) as err:
+        raise IndexDamaged(f"{path}: not a readable JSON record ({type(err).__name__}: {str(err)[:160]})",
+                           path) from None
 
 
 LOCK_FILE = ".graphrag-lite.lock"
@@ -127,7 +195,8 @@ class OutputLock:
                                "it to finish, or stop it, then run this command again") from None
         handle.seek(0)
         handle.truncate()
-        handle.write(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}: {' '.join(sys.argv)[:300]}")
+        # the command's name only: its arguments may hold a key (--set models.x.api_key=...)
+        handle.write(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}: {_command_name()}")
         handle.flush()
         self._handle = handle
 
@@ -147,3 +216,9 @@ class OutputLock:
         if self._handle is not None:
             self._handle.close()  # closing releases the lock
             self._handle = None
+
+
+def _command_name() -> str:
+    """"graphrag-lite index": the program and its subcommand, never the options that follow."""
+    words = [Path(sys.argv[0]).name, *sys.argv[1:2]] if sys.argv else ["graphrag-lite"]
+    return " ".join(w for w in words if not w.startswith("-"))[:80]

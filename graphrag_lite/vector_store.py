@@ -20,9 +20,9 @@ import pandas as pd
 import pyarrow as pa
 
 from graphrag_lite.config import GraphRagConfig
-from graphrag_lite.errors import GraphragLiteError
+from graphrag_lite.errors import GraphragLiteError, IndexDamaged
 from graphrag_lite.large_imports import import_large
-from graphrag_lite.storage import read_json
+from graphrag_lite.storage import file_digest, read_record
 from graphrag_lite.tables import VECTOR_TABLES
 
 MANIFEST = "embeddings_manifest.json"
@@ -33,6 +33,10 @@ DELETE_CHUNK = 500  # ids per delete predicate
 
 class IndexMismatchError(GraphragLiteError):
     exit_code = 2
+
+
+# Files of a LanceDB table that change in place (lance rewrites its hint of the latest version): not digested.
+MUTABLE_FILES = ("latest_version_hint.json", "_latest.manifest")
 
 
 def connect(uri: str) -> Any:
@@ -142,13 +146,14 @@ def _cleanup_age(keep_since: datetime) -> timedelta:
 
 
 def read_manifest(output_dir: Path) -> dict[str, Any] | None:
+    """The embeddings manifest a run left (None before a first embed_text); IndexDamaged when unreadable."""
     path = output_dir / MANIFEST
-    return read_json(path) if path.is_file() else None
+    return read_record(path) if path.is_file() else None
 
 
-def check_embedding_model(config: GraphRagConfig, model_id: str, dimension: int | None = None) -> dict[str, Any]:
+def check_embedding_model(config: GraphRagConfig, model_id: str, manifest: dict[str, Any] | None,
+                          dimension: int | None = None) -> dict[str, Any]:
     """The manifest, after checking the index was embedded with this model (and dimension)."""
-    manifest = read_manifest(config.output.base_dir)
     if manifest is None:
         raise IndexMismatchError(f"no embeddings in {config.output.base_dir}; build them with `{REEMBED}`")
     model = config.models[model_id].model
@@ -173,3 +178,112 @@ def texts_for(entities: pd.DataFrame, text_units: pd.DataFrame, reports: pd.Data
         "text_unit_text": (text_units["id"].tolist(), text_units["text"].tolist()),
         "community_full_content": (present["id"].tolist(), present["full_content"].tolist()),
     }
+
+
+# ------------------------------------------------------------ versions pinned by a commit
+
+
+def pin_tables(uri: str) -> dict[str, Any]:
+    """The index's LanceDB tables as they are now, for a commit: per table its version and, for a local
+    database, the digest of every file of the table (lance never rewrites a file but its hint of the latest
+    version) and the files this version cannot be read without (its manifest and its indexes' files)."""
+    db = connect(uri)
+    tables: dict[str, Any] = {}
+    for name in (n for n in TABLES if n in db.list_tables().tables):
+        table = db.open_table(name)
+        tables[name] = {"version": table.version, "rows": table.count_rows()}
+        folder = _table_folder(uri, name)
+        if folder is not None:
+            tables[name]["files"] = {_relative(path, folder): file_digest(path) for path in _table_files(folder)}
+            tables[name]["required"] = _required_files(folder, table)
+    return {"uri": uri, "tables": tables}
+
+
+def damage(uri: str, pinned: dict[str, Any], probe: bool = False) -> dict[str, str]:
+    """What is damaged in the LanceDB tables a commit pinned, by table: a file whose digest changed, a file
+    the pinned version requires that is gone, and (`probe`) a table that cannot be opened at its version
+    and read whole (a data file gone), or has lost its full-text index. {} when all is intact."""
+    found: dict[str, str] = {}
+    for name, entry in pinned.get("tables", {}).items():
+        folder = _table_folder(uri, name)
+        for relative, digest in entry.get("files", {}).items() if folder is not None else ():
+            path = folder / relative
+            if path.is_file() and file_digest(path) != digest:
+                found[name] = f"{path}: changed or damaged on disk (its digest differs from the commit's)"
+                break
+            if not path.is_file() and relative in entry.get("required", ()):
+                found[name] = f"{path}: missing (the table's version {entry['version']} needs it)"
+                break
+        if name not in found and probe and (problem := _unreadable(uri, name, entry)) is not None:
+            found[name] = problem
+    return found
+
+
+def _unreadable(uri: str, name: str, entry: dict[str, Any]) -> str | None:
+    """Why the table cannot be read whole at its pinned version (None when it can)."""
+    try:
+        table = connect(uri).open_table(name)
+        table.checkout(entry["version"])
+        rows = table.search().select(["id"]).limit(None).to_arrow().num_rows
+        indexed = any(index.index_type == "FTS" for index in table.list_indices())
+    except Exception as err:  # lance's errors have no common class: any failure to read is damage here
+        return f"LanceDB table {name} (version {entry['version']}) cannot be read: {type(err).__name__}: " \
+               f"{str(err)[:200]}"
+    if rows != entry.get("rows", rows):
+        return f"LanceDB table {name} (version {entry['version']}) has {rows} rows, its commit recorded {entry['rows']}"
+    if rows and not indexed:
+        return f"LanceDB table {name} (version {entry['version']}) has lost its full-text index"
+    return None
+
+
+def checked_damage(uri: str, pinned: dict[str, Any]) -> None:
+    """IndexDamaged, naming the file and the repair, when a pinned table's files are damaged."""
+    if found := damage(uri, pinned):
+        name, problem = next(iter(found.items()))
+        raise IndexDamaged(f"{problem}; LanceDB table {name} is damaged")
+
+
+def _table_folder(uri: str, name: str) -> Path | None:
+    return None if "://" in uri else Path(uri) / f"{name}.lance"
+
+
+def _table_files(folder: Path) -> list[Path]:
+    return sorted(p for p in folder.rglob("*") if p.is_file() and p.name not in MUTABLE_FILES
+                  and not p.name.startswith("."))
+
+
+def _relative(path: Path, folder: Path) -> str:
+    return path.relative_to(folder).as_posix()
+
+
+def _required_files(folder: Path, table: Any) -> list[str]:
+    """The manifest of the table's current version (lance names it by version, in one of two schemes) and
+    the files of its indexes."""
+    version = table.version
+    manifests = [f"_versions/{version}.manifest", f"_versions/{2 ** 64 - 1 - version:020d}.manifest"]
+    required = [m for m in manifests if (folder / m).is_file()]
+    for index in table.list_indices():
+        index_folder = folder / "_indices" / str(index.index_uuid)
+        required += [_relative(path, folder) for path in _table_files(index_folder)] if index_folder.is_dir() else []
+    return required
+
+
+class PinnedDatabase:
+    """A LanceDB connection whose tables are opened once, at the versions a commit pinned (at their latest
+    versions when it pinned none): an index run writing new versions meanwhile is not seen."""
+
+    def __init__(self, uri: str, versions: dict[str, int] | None) -> None:
+        self.uri = uri
+        db = connect(uri)
+        self._tables: dict[str, Any] = {}
+        for name in db.list_tables().tables:
+            if versions is not None and name not in versions:
+                continue
+            table = db.open_table(name)
+            table.checkout(versions[name] if versions is not None else table.version)
+            self._tables[name] = table
+
+    def open_table(self, name: str) -> Any:
+        if name not in self._tables:
+            raise ValueError(f"table {name} not found")
+        return self._tables[name]

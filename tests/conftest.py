@@ -99,3 +99,23 @@ def check_index(output: Path, *extra: str) -> tuple[int, str]:
     done = subprocess.run([sys.executable, str(checker), str(output), *extra], capture_output=True, text=True,
                           timeout=120)
     return done.returncode, done.stdout
+
+
+def as_index_before_commits(output: Path, edits: dict | None = None) -> None:
+    """Turn a built index into the layout versions before versioned commits wrote (top-level tables,
+    pipeline_state.json naming their digests, no index.json and no tables/), with `edits` (table name ->
+    DataFrame) written over its tables as such a version would have written them."""
+    import json
+    import shutil
+
+    from graphrag_lite.storage import file_digest
+
+    (output / "index.json").unlink()
+    shutil.rmtree(output / "tables")  # the top-level tables are links to the same files: they stay
+    state = json.loads((output / "pipeline_state.json").read_text(encoding="utf-8"))
+    for name, table in (edits or {}).items():
+        table.to_parquet(output / f"{name}.parquet", index=False)
+        for entry in state.values():
+            if name in entry["outputs"]:
+                entry["outputs"][name] = file_digest(output / f"{name}.parquet")
+    (output / "pipeline_state.json").write_text(json.dumps(state), encoding="utf-8")

@@ -94,7 +94,12 @@ def test_force_and_from_rerun_stages(project):
 
 def test_a_deleted_or_edited_output_is_rebuilt(project):
     index(project)
+    [version] = (project / "output" / "tables").glob("base_text_units.*.parquet")
+    version.unlink()  # the link beside tables/ has the same content, and a run checks it by its digest
+    assert statuses(index(project)[0])["chunk_text"] == "unchanged, reused"
     (project / "output" / "base_text_units.parquet").unlink()
+    assert statuses(index(project)[0])["chunk_text"] == "ran"
+    version.write_bytes(b"edited")
     assert statuses(index(project)[0])["chunk_text"] == "ran"
 
 
@@ -128,7 +133,7 @@ def test_atomic_write_leaves_old_file_when_writing_fails(tmp_path):
     with pytest.raises(OSError, match="disk full"):
         store.write("t", Unwritable())  # type: ignore[arg-type]
     assert store.read("t")["a"].tolist() == [1, 2]
-    assert [p.name for p in tmp_path.iterdir()] == ["t.parquet"]  # no temp file left behind
+    assert [p.name for p in (tmp_path / "tables").iterdir()] == [f"t.{store.versions['t']}.parquet"]  # no temp file
 
 
 def test_atomic_path_replaces_in_one_step(tmp_path):

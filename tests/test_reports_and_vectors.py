@@ -16,7 +16,7 @@ from graphrag_lite.graph import report_context
 from graphrag_lite.graph.report_context import ChildReport, ContextBuilder
 from graphrag_lite.tables import Report
 from graphrag_lite.tokens import count_tokens
-from graphrag_lite.vector_store import IndexMismatchError, check_embedding_model, connect
+from graphrag_lite.vector_store import IndexMismatchError, check_embedding_model, connect, read_manifest
 from tests.conftest import DATA, check_index, make_project
 
 NOVELLA = DATA / "operation-dulce" / "operation-dulce-full.md"
@@ -53,7 +53,7 @@ def test_every_community_at_every_level_has_a_report(novella):
 def test_lancedb_tables_answer_vector_and_full_text_searches(novella):
     cfg = load_config(novella)
     db = connect(cfg.vector_store.db_uri)
-    manifest = check_embedding_model(cfg, "default_embedding_model")
+    manifest = check_embedding_model(cfg, "default_embedding_model", read_manifest(cfg.output.base_dir))
     ids = {"entity_description": set(table(novella, "entities")["id"]),
            "text_unit_text": set(table(novella, "text_units")["id"]),
            "community_full_content": set(table(novella, "community_reports")["id"])}
@@ -108,12 +108,13 @@ def test_embed_text_names_choose_the_tables_with_vectors(novella, tmp_path):
 def test_embedding_model_mismatch_says_how_to_re_embed(novella):
     cfg = load_config(novella, overrides=["models.default_embedding_model.model=openai/text-embedding-3-large"])
     with pytest.raises(IndexMismatchError) as err:
-        check_embedding_model(cfg, "default_embedding_model")
+        check_embedding_model(cfg, "default_embedding_model", read_manifest(cfg.output.base_dir))
     message = str(err.value)
     assert "fake/embedding" in message and "openai/text-embedding-3-large" in message
     assert "graphrag-lite index --from embed_text" in message
     with pytest.raises(IndexMismatchError, match="dimensions"):
-        check_embedding_model(load_config(novella), "default_embedding_model", dimension=64)
+        check_embedding_model(load_config(novella), "default_embedding_model",
+                              read_manifest(novella / "output"), dimension=64)
 
 
 def builder_for(root, max_tokens):

@@ -341,8 +341,10 @@ def test_reports_of_an_older_index_are_written_again_and_the_run_says_why(tmp_pa
     import shutil
 
     root = indexed(tmp_path, cli, UNRELATED[:2])
+    from tests.conftest import as_index_before_commits
+
     reports = pd.read_parquet(root / "output" / "community_reports.parquet").drop(columns=["inputs_digest"])
-    reports.to_parquet(root / "output" / "community_reports.parquet", index=False)  # as written before 0.2
+    as_index_before_commits(root / "output", {"community_reports": reports})  # as written before 0.2
     shutil.copy2(UNRELATED[2], root / "input" / UNRELATED[2].name)
     updated = cli("update", "--root", root)
     assert updated.exit_code == 0 and "none kept: the last run's reports do not say what they were written from" \

@@ -6,6 +6,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from graphrag_lite.cli.common import (
     ConfigOption,
@@ -31,11 +32,14 @@ def show(
     from rich.table import Table
 
     from graphrag_lite.config import load_config
-    from graphrag_lite.storage import OutputStore
+    from graphrag_lite.pipeline.committed import open_committed
     from graphrag_lite.tables import INDEX_TABLES
 
     cfg = load_config(root, config, set_ or [])
-    store = OutputStore(cfg.output.base_dir)
+    committed = open_committed(cfg.output.base_dir, cfg.root_dir)
+    store = committed.store
+    if committed.pending:
+        console.print(f"[yellow]note:[/yellow] {escape(committed.pending)}", highlight=False)
     present = [n for n in (*INDEX_TABLES, "entity_aliases") if store.has(n)]
     if "entities" not in present:  # a dry run, or a run stopped early, leaves its first tables only
         so_far = f" (only {', '.join(present)} so far)" if present else ""
@@ -78,10 +82,10 @@ def aliases(
     """Review entity resolution: the merges it made, with their reasons and counts, or the names it left apart."""
     from graphrag_lite.alias_overrides import NORMALIZED, write_alias_overrides
     from graphrag_lite.config import load_config
-    from graphrag_lite.storage import OutputStore
+    from graphrag_lite.pipeline.committed import open_committed
 
     cfg = load_config(root, config, set_ or [])
-    store = OutputStore(cfg.output.base_dir)
+    store = open_committed(cfg.output.base_dir, cfg.root_dir).store
     if not store.has("entity_aliases"):
         raise MissingIndex(f"no entity_aliases table in {store.base_dir}; build the index with "
                            f"`{index_command(cfg.root_dir)}`")
@@ -143,11 +147,11 @@ def export_graphml(
     community at each level; edges carry weight and description (networkx and igraph read it)."""
     from graphrag_lite.config import load_config
     from graphrag_lite.export import export_graphml as write_graphml
-    from graphrag_lite.storage import OutputStore
+    from graphrag_lite.pipeline.committed import open_committed
 
     cfg = load_config(root, config, set_ or [])
     target = out or cfg.output.base_dir / "graph.graphml"
-    nodes, edges = write_graphml(OutputStore(cfg.output.base_dir), target, cfg.root_dir)
+    nodes, edges = write_graphml(open_committed(cfg.output.base_dir, cfg.root_dir).store, target, cfg.root_dir)
     console.print(f"wrote {target} ({nodes:,} nodes, {edges:,} edges)", highlight=False)
 
 
@@ -163,13 +167,47 @@ def export_neo4j(
     import.cypher, a LOAD CSV script that builds the same graph."""
     from graphrag_lite.config import load_config
     from graphrag_lite.export import export_neo4j as write_neo4j
-    from graphrag_lite.storage import OutputStore
+    from graphrag_lite.pipeline.committed import open_committed
 
     cfg = load_config(root, config, set_ or [])
     folder = out or cfg.output.base_dir / "neo4j"
-    done = write_neo4j(OutputStore(cfg.output.base_dir), folder, cfg.root_dir)
+    done = write_neo4j(open_committed(cfg.output.base_dir, cfg.root_dir).store, folder, cfg.root_dir)
     console.print(f"wrote {folder}: {', '.join(Path(f).name for f in done['files'])} ({done['nodes']:,} nodes, "
                   f"{done['relationships']:,} relationships); import with `neo4j-admin database import full "
                   f"--nodes={folder / 'nodes.csv'} --relationships={folder / 'relationships.csv'} "
                   "--multiline-fields=true`, or run import.cypher with the files in Neo4j's import folder",
                   highlight=False, markup=False)
+
+
+@guarded
+def check(
+    root: RootOption = Path("."),
+    config: ConfigOption = None,
+    set_: SetOption = None,
+    as_json: Annotated[bool, typer.Option("--json", help="the report as JSON")] = False,
+    verbose: VerboseOption = False,
+) -> int:
+    """Verify an index without changing it: every committed table against its digest, the LanceDB tables
+    against their pinned versions, the run's records. Exit code 6 when something is damaged (then
+    `graphrag-lite index` repairs it)."""
+    import json
+
+    from graphrag_lite.config import load_config
+    from graphrag_lite.errors import IndexDamaged
+    from graphrag_lite.pipeline.integrity import check_index
+
+    report = check_index(load_config(root, config, set_ or []))
+    if as_json:
+        console.print_json(json.dumps(report.as_dict()))
+    else:
+        what = f"commit {report.commit}" if report.commit is not None else "an index from before versioned commits"
+        console.print(f"Index in {report.output_dir} ({what}): {report.tables_checked} tables and "
+                      f"{report.lancedb_checked} LanceDB tables checked", highlight=False)
+        for finding in report.findings:
+            mark = "[red]damaged[/red]" if finding.serious else "[yellow]note[/yellow]"
+            console.print(f"{mark} {escape(finding.problem)}", highlight=False)
+        if report.pending_run:
+            console.print(f"[yellow]note[/yellow] {escape(report.pending_run)}", highlight=False)
+        console.print(f"repair: {escape(report.repair)}" if report.findings else "[green]intact[/green]",
+                      highlight=False)
+    return IndexDamaged.exit_code if report.damaged else 0

@@ -7,6 +7,7 @@ from pathlib import Path
 from typing import Annotated, Any
 
 import typer
+from rich.markup import escape
 
 from graphrag_lite.cli.common import (
     ConfigOption,
@@ -48,6 +49,8 @@ def _query(method: str, question: str, root: Path, config: Path | None, set_: li
     if streaming and not as_json:
         options["on_piece"] = lambda piece: console.print(piece, end="", markup=False, highlight=False)
     result = asyncio.run(rag.asearch(method, question, **options))
+    if pending := rag.index.committed.pending:  # said on stderr, also beside --json (whose "index" says it too)
+        errors.print(f"[yellow]note:[/yellow] {escape(pending)}", highlight=False)
     if as_json:
         console.print_json(json.dumps(result.to_dict(), default=str, ensure_ascii=False))
         return

@@ -337,6 +337,9 @@ class BudgetConfig(Section):
 
 class OutputConfig(Section):
     base_dir: Path = Field(Path("output"), description="folder of the index tables and stats.json")
+    keep_versions: int = Field(2, ge=1, description="commits whose table versions are kept (the current one and "
+                               "those before it): a reader that opened an older one finishes; older versions are "
+                               "deleted when a run commits")
 
 
 class BatchConfig(Section):

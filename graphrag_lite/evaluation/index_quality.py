@@ -11,7 +11,7 @@ import igraph as ig
 import numpy as np
 import pandas as pd
 
-from graphrag_lite.storage import OutputStore
+from graphrag_lite.pipeline.committed import open_committed
 
 # (table, column holding ids or lists of ids, table they must exist in, column of that table)
 REFERENCES = (("relationships", "source", "entities", "title"), ("relationships", "target", "entities", "title"),
@@ -21,7 +21,7 @@ REFERENCES = (("relationships", "source", "entities", "title"), ("relationships"
 
 
 def index_figures(output_dir: Path) -> dict[str, Any]:
-    store = OutputStore(output_dir)
+    store = open_committed(output_dir, output_dir.parent).store
     tables = {name: store.read(name) for name in ("documents", "text_units", "entities", "relationships",
                                                   "communities", "community_reports") if store.has(name)}
     figures: dict[str, Any] = {name: len(table) for name, table in tables.items()}

@@ -25,6 +25,7 @@ from graphrag_lite.evaluation.questions import Question, load_questions, questio
 from graphrag_lite.experiment.spec import ExperimentSpec, Variant, expand_variants, load_spec
 from graphrag_lite.ids import json_digest
 from graphrag_lite.llm.ledger import BudgetExceeded
+from graphrag_lite.pipeline.committing import readable_state, working_store
 from graphrag_lite.pipeline.definition import QUERY_SECTIONS, Pipeline
 from graphrag_lite.pipeline.fingerprints import reusable_prefix
 from graphrag_lite.pipeline.records import STATE_FILE
@@ -144,20 +145,24 @@ def build_variant_index(planned: PlannedVariant, plan: ExperimentPlan, console: 
 def seed_from_other_index(planned: PlannedVariant, indexes: Path) -> str | None:
     """Link in the tables of the longest run of leading stages that another index finished with the same
     fingerprints, and record them as finished here; the pipeline then reuses them. Returns that index."""
-    shares = [(reusable_prefix(planned.pipeline, planned.config, OutputStore(other.parent), read_json(other),
-                               len(planned.pipeline.stages)), other.parent)
+    shares = [(reusable_prefix(planned.pipeline, planned.config,
+                               working_store(other.parent, readable_state(other.parent, None), None),
+                               readable_state(other.parent, None), len(planned.pipeline.stages)), other.parent)
               for other in (sorted(indexes.glob("*/" + STATE_FILE)) if indexes.is_dir() else [])]
     count, donor = max(shares, key=lambda share: share[0], default=(0, None))  # the first of the longest
     if donor is None or count == 0:
         return None
     folder = planned.config.output.base_dir
     folder.mkdir(parents=True, exist_ok=True)
-    donor_state = read_json(donor / STATE_FILE)
+    donor_state = readable_state(donor, None)
+    donor_store = working_store(donor, donor_state, None)
     state = {}
     for stage in planned.pipeline.stages[:count]:
         state[stage.name] = donor_state[stage.name]
-        for table in donor_state[stage.name]["outputs"]:
-            link_or_copy(donor / f"{table}.parquet", folder / f"{table}.parquet")
+        for table, digest in donor_state[stage.name]["outputs"].items():
+            seeded = OutputStore(folder, {table: digest}).path(table)
+            seeded.parent.mkdir(parents=True, exist_ok=True)
+            link_or_copy(donor_store.path(table), seeded)
     write_json(folder / STATE_FILE, state)
     return donor.name
 

@@ -16,6 +16,7 @@ import pandas as pd
 from rich.progress import Progress
 
 from graphrag_lite.config import GraphRagConfig
+from graphrag_lite.errors import IndexDamaged
 from graphrag_lite.pipeline.display import spend_text
 from graphrag_lite.pipeline.model_access import ModelAccess
 from graphrag_lite.storage import OutputStore
@@ -45,6 +46,7 @@ class StageContext:
     progress: Progress
     stage: Stage
     models: ModelAccess
+    notes: list[str] = field(default_factory=list)  # what the run should report besides the stage's problems
 
     @property
     def stage_name(self) -> str:
@@ -72,7 +74,22 @@ class StageContext:
     def previous(self, table: str, columns: list[str] | None = None) -> pd.DataFrame | None:
         """What the last run left of a table this stage writes (its outputs are written only after it
         returns), or None on a first run: an update keeps the numbers, communities and reports it can."""
-        return self.store.read(table, columns) if self.store.has(table) else None
+        if not self.store.has(table):
+            return None
+        try:
+            previous = self.store.read(table, columns)
+        except (IndexDamaged, ValueError, KeyError) as err:  # damaged, or columns it does not have
+            # taken as absent: this run numbers rows and communities afresh, as a first run does
+            self.notes.append(f"the previous version of table '{table}' cannot be read ({err}); it is taken as "
+                              "absent: its rows are numbered afresh (human_readable_id and community numbers may "
+                              "change, and its reports are written again)")
+            return None
+        missing = [c for c in (columns or []) if c not in previous.columns]
+        if missing:
+            self.notes.append(f"the previous version of table '{table}' lacks the columns {missing}; it is taken as "
+                              "absent: its rows are numbered afresh")
+            return None
+        return previous
 
     def previous_numbers(self, table: str) -> dict[str, int] | None:
         """The last run's human_readable_id of each row id of `table`, for `ids.kept_numbers`."""

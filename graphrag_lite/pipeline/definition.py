@@ -11,7 +11,8 @@ from typing import Any
 
 import yaml
 
-from graphrag_lite.errors import PipelineFileError
+from graphrag_lite.commits import read_commit
+from graphrag_lite.errors import IndexDamaged, PipelineFileError
 from graphrag_lite.pipeline.contract import Stage
 from graphrag_lite.pipeline.records import built_with, last_run
 from graphrag_lite.resources import data_dir
@@ -65,7 +66,7 @@ QUERY_SECTIONS = ("local_search", "global_search", "basic_search")
 def indexed_pipeline(output_dir: Path) -> tuple[str, str] | None:
     """The method the index in `output_dir` was built with: its name, and the name or pipeline file that runs
     it again (as its last run's stats.json says); None when there is no index there yet (no entities table)."""
-    built = built_with(last_run(output_dir)) if (output_dir / "entities.parquet").is_file() else {}
+    built = _built_with(output_dir) if (output_dir / "entities.parquet").is_file() else {}
     name, source = built.get("pipeline"), built.get("pipeline_file")
     if not isinstance(name, str):
         return None
@@ -77,12 +78,22 @@ def indexed_pipeline(output_dir: Path) -> tuple[str, str] | None:
 def recommended_query_settings(output_dir: Path) -> dict[str, Any]:
     """The query sections of the `settings:` of the packaged pipeline that built the index in `output_dir`
     (stats.json names it), so an index is searched the way its method intends; {} when none apply."""
-    name = built_with(last_run(output_dir)).get("pipeline")
+    name = _built_with(output_dir).get("pipeline")
     path = data_dir("pipelines") / f"{name}.yaml"
     if not isinstance(name, str) or not path.is_file():
         return {}
     settings = (yaml.safe_load(path.read_text(encoding="utf-8")) or {}).get("settings") or {}
     return {k: v for k, v in settings.items() if k in QUERY_SECTIONS}
+
+
+def _built_with(output_dir: Path) -> dict[str, Any]:
+    """The pipeline of the committed index (the last finished run's, for an index from before commits); {}
+    when neither record can be read (a damaged one is reported by the commands that read the index)."""
+    try:
+        commit = read_commit(output_dir)
+        return dict(commit.run) if commit is not None else built_with(last_run(output_dir))
+    except IndexDamaged:
+        return {}
 
 
 def available_pipelines() -> list[str]:

@@ -12,15 +12,17 @@ from typing import Any
 from rich.console import Console
 from rich.progress import Progress
 
+from graphrag_lite.commits import COMMIT_FILE
 from graphrag_lite.config import GraphRagConfig
 from graphrag_lite.pipeline.checks import needs_model, print_compat_notes
+from graphrag_lite.pipeline.committing import readable_state, working_store
 from graphrag_lite.pipeline.contract import Stage, StageContext
 from graphrag_lite.pipeline.definition import Pipeline
 from graphrag_lite.pipeline.fingerprints import reusable_prefix
 from graphrag_lite.pipeline.model_access import ModelAccess
-from graphrag_lite.pipeline.records import STATE_FILE, read_state
+from graphrag_lite.pipeline.records import STATE_FILE
 from graphrag_lite.pipeline.runner import run_pipeline
-from graphrag_lite.storage import OutputStore, link_or_copy, write_json
+from graphrag_lite.storage import TABLES_DIR, link_or_copy, write_json
 from graphrag_lite.tokens import count_with
 
 
@@ -35,11 +37,12 @@ def dry_run(config: GraphRagConfig, pipeline: Pipeline, console: Console, use_ca
     count_with(config.chunking.encoding_model)
     print_compat_notes(config, console)
     # an index already there keeps its tables as they were; a new output folder keeps what the dry run did
-    with scratch_copy(config) if read_state(config.output.base_dir) else contextlib.nullcontext(config) as trial:
-        store = OutputStore(trial.output.base_dir)
+    with scratch_copy(config) if readable_state(config.output.base_dir, None) else \
+            contextlib.nullcontext(config) as trial:
         ran: set[str] = set()  # model-free stages the dry run ran, each once
         for _ in pipeline.stages:  # each pass runs the model-free stages that became runnable, or ends
-            state = read_state(store.base_dir)
+            state = readable_state(trial.output.base_dir, None)
+            store = working_store(trial.output.base_dir, state, None)
             # judged with the real settings: a real run's fingerprints, and the index's own LanceDB
             reused = reusable_prefix(pipeline, config, store, state, len(pipeline.stages)) if state else 0
             estimates, model_free = _dry_plan(pipeline, trial, reused, ran)
@@ -48,6 +51,7 @@ def dry_run(config: GraphRagConfig, pipeline: Pipeline, console: Console, use_ca
             run_pipeline(trial.model_copy(update={"compat_notes": []}),  # printed above, once
                          Pipeline(pipeline.name, pipeline.description, model_free), console, brief=True)
             ran.update(stage.name for stage in model_free)
+        store = working_store(trial.output.base_dir, readable_state(trial.output.base_dir, None), None)
         # estimated from the tables the dry run has, with the real settings: the index's own LanceDB and
         # embeddings manifest (read only), which a real run would update
         models = ModelAccess(config, use_cache=use_cache)
@@ -103,7 +107,10 @@ def scratch_copy(config: GraphRagConfig) -> Iterator[GraphRagConfig]:
         trial.output.base_dir.mkdir()
         if "://" not in config.vector_store.db_uri:
             trial.vector_store.db_uri = str(Path(scratch) / "lancedb")
-        for table in [*output.glob("*.parquet"), output / STATE_FILE]:
+        for table in [*output.glob("*.parquet"), output / STATE_FILE, output / COMMIT_FILE]:
             if table.is_file():
                 link_or_copy(table, trial.output.base_dir / table.name)
+        for version in (output / TABLES_DIR).glob("*.parquet"):
+            (trial.output.base_dir / TABLES_DIR).mkdir(exist_ok=True)
+            link_or_copy(version, trial.output.base_dir / TABLES_DIR / version.name)
         yield trial

@@ -9,7 +9,7 @@ from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
 
-from graphrag_lite.storage import OutputStore, read_json, write_json
+from graphrag_lite.storage import OutputStore, read_record, write_json
 
 STATE_FILE = "pipeline_state.json"
 
@@ -20,13 +20,13 @@ STATS_FILE = "stats.json"
 def read_state(output_dir: Path) -> dict[str, Any]:
     """pipeline_state.json: per stage, its fingerprint, output digests and stats ({} before a first run)."""
     path = output_dir / STATE_FILE
-    return read_json(path) if path.is_file() else {}
+    return read_record(path) if path.is_file() else {}
 
 
 def last_run(output_dir: Path) -> dict[str, Any]:
     """The last run's stats.json ({} before a first run)."""
     path = output_dir / STATS_FILE
-    return read_json(path) if path.is_file() else {}
+    return read_record(path) if path.is_file() else {}
 
 
 def unfinished(stats: dict[str, Any]) -> bool:

@@ -24,6 +24,13 @@ from graphrag_lite.errors import ConfigError, IndexIncomplete, PipelineError, Un
 from graphrag_lite.llm.batch_store import BATCH_FILE, BatchStore
 from graphrag_lite.llm.ledger import BudgetExceeded
 from graphrag_lite.pipeline.checks import check_model_keys, print_compat_notes
+from graphrag_lite.pipeline.committing import (
+    commit_run,
+    is_committed,
+    readable_last_run,
+    readable_state,
+    working_store,
+)
 from graphrag_lite.pipeline.contract import Stage, StageContext, StageResult
 from graphrag_lite.pipeline.definition import Pipeline
 from graphrag_lite.pipeline.display import LOG, describe_llm_totals, log_stage, print_stage, progress_display, run_log
@@ -32,9 +39,7 @@ from graphrag_lite.pipeline.model_access import ModelAccess
 from graphrag_lite.pipeline.records import (
     STATE_FILE,
     built_with,
-    last_run,
     now,
-    read_state,
     reused_stats,
     unfinished,
     update_record,
@@ -65,14 +70,14 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
     is fine when nothing has to run. `brief`: one line, not one per stage, when nothing has to run."""
     count_with(config.chunking.encoding_model)
     print_compat_notes(config, console)
-    store = OutputStore(config.output.base_dir)
-    state = read_state(store.base_dir)
+    state = readable_state(config.output.base_dir, console)
+    store = working_store(config.output.base_dir, state, console)
     names = [s.name for s in pipeline.stages]
     if from_stage is not None and from_stage not in names:
         raise UnknownStage(f"--from {from_stage}: not a stage of pipeline '{pipeline.name}' ({', '.join(names)})")
     rerun_from = names.index(from_stage) if from_stage is not None else (0 if force else len(names))
     reusable = reusable_prefix(pipeline, config, store, state, rerun_from)
-    if reusable == len(names):  # nothing to do: write nothing at all
+    if reusable == len(names) and is_committed(pipeline, store):  # nothing to do: write nothing at all
         if brief:
             last = max(state[name]["finished"] for name in names)
             console.print(f"[dim]= all {len(names)} stages unchanged since their last run ({last}), skipped[/dim]")
@@ -89,9 +94,10 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
         raise ConfigError(f"cannot write to the output folder {store.base_dir} ({err.strerror}); make it writable, "
                           "or set output.base_dir to a folder you can write") from None
     try:
-        current = read_state(store.base_dir)
+        current = readable_state(store.base_dir, None)
         if current != state:  # another run finished in between: judge again by what it left
-            state, reusable = current, reusable_prefix(pipeline, config, store, current, rerun_from)
+            state, store = current, working_store(store.base_dir, current, None)
+            reusable = reusable_prefix(pipeline, config, store, current, rerun_from)
         write_effective_settings(config, pipeline, store.base_dir)
         return _run_locked(config, pipeline, console, store, state, (rerun_from, reusable), use_cache)
     finally:
@@ -116,7 +122,8 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
     """Run the pipeline; `plan` is (the first stage --force/--from re-runs, how many leading stages were
     already found reusable)."""
     rerun_from, reusable = plan
-    earlier = last_run(store.base_dir)  # until this run finishes, the index is what the last finished run built
+    # until this run finishes, the index is what the last finished run built
+    earlier = readable_last_run(store.base_dir, console)
     stats = _started(pipeline, earlier)
     # a run after an unfinished one finishes its update: the update's record goes on from the earlier one
     resumed = earlier.get("update", {}) if unfinished(earlier) else None
@@ -147,6 +154,7 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
                 log_stage(stage.name, stage_stats)
                 write_stats(store, stats, run_started)
                 _stop_if_mostly_failed(stage.name, result, config)
+            stats["commit"] = commit_run(config, pipeline, store, stats, state)
     except KeyboardInterrupt:
         status = "interrupted"
         _record_stop(stats, pipeline, models, console, status)
@@ -294,7 +302,9 @@ def _run_stage(stage: Stage, config: GraphRagConfig, store: OutputStore, progres
     rows_in = {name: store.rows(name) for name in stage.reads}
     _reset_peak_memory()
     started, client_existed = time.perf_counter(), models.client_start_s is not None
-    result = stage.run(StageContext(config=config, store=store, progress=progress, stage=stage, models=models))
+    context = StageContext(config=config, store=store, progress=progress, stage=stage, models=models)
+    result = stage.run(context)
+    result.problems = [*context.notes, *result.problems]
     result.tables = {name: conform(name, table) for name, table in result.tables.items()}
     wall = time.perf_counter() - started
     missing = [name for name in stage.writes if name not in result.tables]

@@ -23,7 +23,7 @@ from typing import Any
 from graphrag_lite.answer_parsing import ParseError, json_parser, strip_reasoning
 from graphrag_lite.config import BasicSearchConfig, GraphRagConfig, LocalSearchConfig, read_settings, resolve_config
 from graphrag_lite.context_tables import ContextTable, pack, render
-from graphrag_lite.errors import ConfigError, MissingIndex, index_command
+from graphrag_lite.errors import ConfigError, IndexDamaged, MissingIndex, index_command
 from graphrag_lite.llm.errors import LLMCallError
 from graphrag_lite.llm.gateway import Gateway
 from graphrag_lite.llm.per_item import for_each
@@ -50,7 +50,7 @@ from graphrag_lite.query.local import LEFT_OUT, LocalContext, build_local_contex
 from graphrag_lite.query.retrieval import by_keywords, by_vector, fuse_scores
 from graphrag_lite.tables import CommunityReportRow, plain_json, typed_records
 from graphrag_lite.tokens import count_with
-from graphrag_lite.vector_store import TABLES, check_embedding_model, connect, read_manifest
+from graphrag_lite.vector_store import TABLES, PinnedDatabase, check_embedding_model, checked_damage
 
 DEFAULT_RESPONSE_TYPE = "Multiple Paragraphs"
 OnPiece = Callable[[str], None]
@@ -89,7 +89,8 @@ class SearchResult:
         return plain_json({"method": self.method, "question": self.question, "answer": self.answer,
                 "context": self.context, "citations": self.citations(), "usage": self.usage,
                 "problems": self.problems, "budgets": self.budgets, "sections": self.sections,
-                "rounds": self.rounds, "coverage": asdict(self.coverage) if self.coverage else None})
+                "rounds": self.rounds, "coverage": asdict(self.coverage) if self.coverage else None,
+                "index": self._index.committed.describe() if self._index else None})
 
 
 class GraphRAG:
@@ -386,8 +387,8 @@ class GraphRAG:
 
     @cached_property
     def _manifest(self) -> dict[str, Any]:
-        """Read once per GraphRAG object, like the index tables."""
-        manifest = read_manifest(self.config.output.base_dir)
+        """The committed embeddings manifest, read once per GraphRAG object, like the index tables."""
+        manifest = self.index.committed.embeddings
         if manifest is None:
             self.index.table("text_units")  # no index at all: say that first
             raise MissingIndex(f"the index in {self.config.output.base_dir} has no LanceDB tables; build them with "
@@ -396,8 +397,17 @@ class GraphRAG:
 
     @cached_property
     def _database(self) -> Any:
+        """LanceDB at the table versions the commit pinned, after checking their files against its digests."""
         self._manifest  # noqa: B018 - a missing index fails here, with the command that builds it
-        return connect(self.config.vector_store.db_uri)
+        committed = self.index.committed
+        uri = self.config.vector_store.db_uri
+        if committed.commit is not None and committed.commit.lancedb is not None:
+            try:
+                checked_damage(uri, committed.commit.lancedb)
+            except IndexDamaged as err:
+                raise IndexDamaged(f"{err}. The index is not served while it is damaged: "
+                                   f"`{index_command(self.config.root_dir)}` repairs it") from None
+        return PinnedDatabase(uri, committed.lancedb_versions)
 
     def _vectors(self) -> set[str]:
         """The LanceDB tables with vectors (embed_text.names; an index from before that setting has them in all)."""
@@ -419,7 +429,7 @@ class GraphRAG:
         """The question's vector, after checking the index was embedded with the same model and dimension."""
         [vector] = await self.gateway.embed(model_id, [text], stage="query_embed",
                                             dimension=self._manifest.get("dimension"))
-        check_embedding_model(self.config, model_id, dimension=len(vector))
+        check_embedding_model(self.config, model_id, self._manifest, dimension=len(vector))
         return vector
 
     def _usage(self) -> dict[str, Any] | None:

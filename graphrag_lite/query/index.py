@@ -7,8 +7,9 @@ from functools import cached_property
 import pandas as pd
 
 from graphrag_lite.config import GraphRagConfig
-from graphrag_lite.errors import MissingIndex, index_command
+from graphrag_lite.errors import IndexDamaged, MissingIndex, index_command
 from graphrag_lite.names import normalize_name
+from graphrag_lite.pipeline.committed import CommittedIndex, open_committed
 from graphrag_lite.query.graph_walk import EntityUnitGraph
 from graphrag_lite.storage import OutputStore
 from graphrag_lite.tables import INDEX_TABLES, community_memberships, conform, unit_documents
@@ -22,20 +23,30 @@ def _table(name: str) -> cached_property[pd.DataFrame]:
 class IndexTables:
     def __init__(self, config: GraphRagConfig) -> None:
         self.config = config
-        self.store = OutputStore(config.output.base_dir)
         self._deepest: dict[int, dict[str, tuple[int, int]]] = {}
+
+    @cached_property
+    def committed(self) -> CommittedIndex:
+        """The committed index, opened once: every table is read at the versions its commit names."""
+        return open_committed(self.config.output.base_dir, self.config.root_dir)
+
+    @property
+    def store(self) -> OutputStore:
+        return self.committed.store
 
     def table(self, name: str) -> pd.DataFrame:
         if not self.store.has(name):
-            if not self.store.base_dir.is_dir() or not any(self.store.base_dir.glob("*.parquet")):
-                raise MissingIndex(f"no index in {self.store.base_dir}; build it with "
-                                   f"`{index_command(self.config.root_dir)}`")
             from graphrag_lite.stages import written_by  # the stage registry loads every stage: only on this error
 
             raise MissingIndex(
                 f"the index in {self.store.base_dir} has no `{name}` table (written by the {written_by(name)} stage); "
                 f"build it with `{index_command(self.config.root_dir)}` (it resumes where the index stopped)")
-        return self.store.read(name)
+        try:
+            return self.store.read(name)
+        except IndexDamaged as err:
+            raise IndexDamaged(f"{err}. The index is not served while it is damaged: `graphrag-lite check --root "
+                               f"{self.config.root_dir}` lists what is damaged, and "
+                               f"`{index_command(self.config.root_dir)}` repairs it", err.path) from None
 
     documents = _table("documents")
     text_units = _table("text_units")

@@ -5,7 +5,7 @@ from __future__ import annotations
 import re
 from typing import Any, TypeVar
 
-from graphrag_lite.errors import MissingIndex
+from graphrag_lite.errors import IndexDamaged, MissingIndex
 
 T = TypeVar("T")
 RRF_K = 60  # the usual constant of reciprocal rank fusion
@@ -44,6 +44,11 @@ def _found_ids(db: Any, table: str, query: str | list[float], limit: int, **opti
         raise MissingIndex(f"the LanceDB table '{table}' is missing or unreadable in {db.uri} ({err}); "
                            "rebuild it with `graphrag-lite index --root ROOT` (the embed_text stage notices and "
                            "runs again)") from None
-    if limit <= 0 or lance.count_rows() == 0:  # nothing to find (and no full-text index to search)
-        return []
-    return [str(row["id"]) for row in lance.search(query, **options).limit(limit).select(["id"]).to_list()]
+    try:
+        if limit <= 0 or lance.count_rows() == 0:  # nothing to find (and no full-text index to search)
+            return []
+        return [str(row["id"]) for row in lance.search(query, **options).limit(limit).select(["id"]).to_list()]
+    except (OSError, RuntimeError) as err:  # lance's I/O and format errors: a file of the table gone or damaged
+        raise IndexDamaged(f"the LanceDB table '{table}' in {db.uri} cannot be searched ({str(err)[:200]}); "
+                           "repair it with `graphrag-lite index --root ROOT` (the embed_text stage rebuilds it)"
+                           ) from None

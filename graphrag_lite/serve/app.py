@@ -311,7 +311,8 @@ def _add_page_routes(app: FastAPI) -> None:
     @app.get("/health", summary="Whether the server answers, and since when its index is loaded")
     async def health(request: Request) -> dict[str, Any]:
         holder: IndexHolder = request.app.state.holder
-        return {"status": "ok", "loaded_at": holder.current.loaded_at, "reloads": holder.reloads}
+        return {"status": "ok", "loaded_at": holder.current.loaded_at, "reloads": holder.reloads,
+                "commit": holder.current.committed["commit"], "pending_run": holder.pending}
 
     @app.get("/stats", summary="The index's figures, and the requests served with their latencies")
     async def stats(request: Request) -> dict[str, Any]:
@@ -322,6 +323,8 @@ def _add_page_routes(app: FastAPI) -> None:
         return {"index": {"output": str(loaded.config.output.base_dir), "rows": tables,
                           "last_run": {k: run.get(k) for k in ("status", "pipeline", "started", "finished",
                                                                "wall_s")},
+                          "commit": loaded.committed["commit"], "committed": loaded.committed["committed"],
+                          "pending_run": holder.pending,
                           "loaded_at": loaded.loaded_at, "reloads": holder.reloads,
                           "reload_problem": holder.reload_problem},
                 "requests": request.app.state.stats.summary()}

@@ -1,10 +1,10 @@
 """The index a server answers from, loaded whole and swapped whole.
 
-A loaded index holds every table in memory, its LanceDB tables opened at the versions they had when it was
-loaded, and one query engine per search method with and without models (sharing tables, gateway and answer
-cache). A request takes the current `LoadedIndex` once and uses only it, so an index run that finishes
-while requests are answered never shows them half an index: the holder notices the run's new stats.json,
-loads the new index beside the old one, and swaps the reference when it is complete.
+A loaded index is one commit of the index (commits.py): every table in memory, checked against the commit's
+digests, its LanceDB tables opened at the versions the commit pinned, and one query engine per search method
+with and without models (sharing tables, gateway and answer cache). A request takes the current `LoadedIndex`
+once and uses only it; a run's uncommitted tables are never seen: the holder notices a new commit, loads it
+beside the old one, and swaps the reference when it is complete.
 """
 
 from __future__ import annotations
@@ -17,9 +17,11 @@ from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
+from graphrag_lite.commits import COMMIT_FILE
 from graphrag_lite.config import GraphRagConfig, no_model_overrides
-from graphrag_lite.errors import GraphragLiteError
-from graphrag_lite.pipeline.records import last_run
+from graphrag_lite.errors import GraphragLiteError, IndexDamaged, MissingIndex
+from graphrag_lite.pipeline.committed import pending_run
+from graphrag_lite.pipeline.records import STATS_FILE, last_run
 from graphrag_lite.query import SEARCH_METHODS
 from graphrag_lite.query.engine import GraphRAG
 from graphrag_lite.serve import browse
@@ -30,30 +32,13 @@ TABLES = ("documents", "text_units", "entities", "relationships", "communities",
 CHECK_EVERY_S = 1.0  # how often the holder looks for a finished index run
 
 
-class PinnedDatabase:
-    """A LanceDB connection whose tables stay at the versions they had when it was made, opened once: an
-    index run writing new versions meanwhile is not seen until the server swaps to the new index."""
-
-    def __init__(self, db: Any) -> None:
-        self.uri = db.uri
-        self._tables: dict[str, Any] = {}
-        for name in db.table_names():
-            table = db.open_table(name)
-            table.checkout(table.version)
-            self._tables[name] = table
-
-    def open_table(self, name: str) -> Any:
-        if name not in self._tables:
-            raise ValueError(f"table {name} not found")
-        return self._tables[name]
-
-
 @dataclass
 class LoadedIndex:
     config: GraphRagConfig
     engines: dict[tuple[str, bool], GraphRAG]  # (method, no_model) -> engine
     stamp: tuple[tuple[int, int], ...]  # index_stamp when loaded
-    last_run: dict[str, Any]  # the stats.json of the run that built the loaded index
+    last_run: dict[str, Any]  # the stats.json of the last run (which may not have finished)
+    committed: dict[str, Any]  # the commit answering, and a run that has not finished (CommittedIndex.describe)
     loaded_at: float = field(default_factory=time.time)
 
     @property
@@ -62,23 +47,28 @@ class LoadedIndex:
 
 
 def index_stamp(output_dir: Path) -> tuple[tuple[int, int], ...]:
-    """What changes when an index run writes: stats.json (at its end) and pipeline_state.json (per stage)."""
-    paths = (output_dir / "stats.json", output_dir / "pipeline_state.json")
+    """What changes when an index run commits: index.json (stats.json for an index from before commits)."""
+    paths = (output_dir / COMMIT_FILE, output_dir / STATS_FILE)
     return tuple((path.stat().st_mtime_ns, path.stat().st_size) if path.is_file() else (0, 0) for path in paths)
 
 
 def load_index(root: Path, config: Path | None, overrides: list[str]) -> LoadedIndex:
-    """Every table read, LanceDB pinned, engines made: the slow part happens here, not in a request.
-    IndexChanging when an index run was writing meanwhile (the tables read may be of two runs)."""
+    """Every table of the committed index read and checked, LanceDB pinned at the commit's versions, engines
+    made: the slow part happens here, not in a request. A run writing meanwhile is not seen: its tables are
+    not committed. IndexChanging when there is no committed index yet and a run is building the first one."""
     base = GraphRAG.from_config(root, config, overrides)
     output = base.config.output.base_dir
     stamp = index_stamp(output)
-    if OutputLock(output).held_by_another():
-        raise IndexChanging(f"an index run is writing to {output}")
+    try:
+        committed = base.index.committed
+    except MissingIndex:
+        if OutputLock(output).held_by_another():
+            raise IndexChanging(f"an index run is building the first index in {output}") from None
+        raise
     for name in (*TABLES, "normalized_titles", "entity_unit_graph"):  # built once here, not in the first question
         getattr(base.index, name)
     browse.warm(base.index)
-    database = PinnedDatabase(base._database)
+    database = base._database  # checked against the commit's digests, pinned at its versions
     engines = {}
     for method in SEARCH_METHODS:
         for no_model in (False, True):  # with a model, the base's settings; without, its model settings null
@@ -88,10 +78,14 @@ def load_index(root: Path, config: Path | None, overrides: list[str]) -> LoadedI
             engine._manifest = base._manifest  # read once: a later run may re-embed with another model
             engines[(method, no_model)] = engine
     base.gateway.ledger.keep_records = False  # a server's calls are counted per request, not kept forever
-    run = last_run(output)  # read before the check below, so it belongs to the tables loaded
-    if OutputLock(output).held_by_another() or index_stamp(output) != stamp:
-        raise IndexChanging(f"an index run wrote to {output} while it was being loaded")
-    return LoadedIndex(base.config, engines, stamp, run)
+    return LoadedIndex(base.config, engines, stamp, _readable_last_run(output), committed.describe())
+
+
+def _readable_last_run(output: Path) -> dict[str, Any]:
+    try:
+        return last_run(output)
+    except IndexDamaged as err:
+        return {"status": f"unknown ({err})"}
 
 
 class IndexChanging(GraphragLiteError):
@@ -104,6 +98,7 @@ class IndexHolder:
     def __init__(self, root: Path, config: Path | None, overrides: list[str]) -> None:
         self.args = (root, config, overrides)
         self.current = self._first_load()
+        self.pending: str | None = self.current.committed["pending_run"]
         self.reloads = 0
         self.reload_problem: str | None = None
         self._failed_stamp: tuple[tuple[int, int], ...] | None = None
@@ -129,19 +124,28 @@ class IndexHolder:
                 self.reload_problem = f"reloading the index failed, still answering from the old: {err}"
                 LOG.exception("reloading the index failed")
 
+    def _refresh_pending(self) -> None:
+        """The run that has not finished, as of now (a run may start or stop without a new commit)."""
+        engine = self.current.engine
+        try:
+            self.pending = pending_run(self.current.config.output.base_dir, engine.index.committed.commit,
+                                       self.current.config.root_dir)
+        except OSError as err:
+            self.pending = f"the state of the last index run cannot be read ({err})"
+
     async def reload_if_changed(self) -> bool:
-        """Load and swap in the index when a run has completed since the last load (stats.json says so, and
-        no run is writing); a load that fails is tried again when the index changes again."""
+        """Load and swap in the index when a run has committed since the last load; a load that fails is
+        tried again when the index changes again."""
         output = self.current.config.output.base_dir
+        self._refresh_pending()
         stamp = index_stamp(output)
-        if stamp in (self.current.stamp, self._failed_stamp) or not _completed(output) or \
-                OutputLock(output).held_by_another():
+        if stamp in (self.current.stamp, self._failed_stamp):
             return False
         try:
             fresh = await asyncio.to_thread(load_index, *self.args)
         except IndexChanging:
-            return False  # a run began meanwhile: next time
-        except Exception as err:  # a run that left no usable index: keep answering from the old one
+            return False  # still no commit: next time
+        except Exception as err:  # a commit that cannot be loaded (damaged): keep answering from the old one
             self.reload_problem = f"the index changed but could not be loaded, still answering from the old: {err}"
             if isinstance(err, GraphragLiteError):
                 LOG.warning(self.reload_problem)
@@ -150,10 +154,7 @@ class IndexHolder:
             self._failed_stamp = stamp
             return False
         self.current, self.reload_problem = fresh, None
+        self._refresh_pending()
         self.reloads += 1
         LOG.info("index reloaded from %s", output)
         return True
-
-
-def _completed(output: Path) -> bool:
-    return str(last_run(output).get("status", "")).startswith("completed")

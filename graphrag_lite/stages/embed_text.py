@@ -13,24 +13,30 @@ rebuilt and re-embedded: vectors of two models are never mixed in one index.
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import hashlib
 import os
+import shutil
 from collections.abc import Coroutine
+from pathlib import Path
 from typing import Any
 
 import pandas as pd
 
+from graphrag_lite.commits import read_commit
 from graphrag_lite.config import GraphRagConfig
+from graphrag_lite.errors import IndexDamaged
 from graphrag_lite.estimate import CallEstimate
 from graphrag_lite.llm.calls import gather_all
 from graphrag_lite.pipeline.contract import Stage, StageContext, StageResult
-from graphrag_lite.storage import read_json, write_json
+from graphrag_lite.storage import write_json
 from graphrag_lite.vector_store import (
     MANIFEST,
     TABLES,
     TableUpdate,
     apply_update,
     connect,
+    damage,
     plan_update,
     read_manifest,
     texts_for,
@@ -41,6 +47,7 @@ def run(ctx: StageContext) -> StageResult:
     cfg = ctx.config.embed_text
     model = ctx.config.models[cfg.model_id].model if cfg.model_id else None
     contents, vectorized, manifest, dimension = inputs(ctx)
+    drop_damaged(ctx)
     db, known = ctx.run(connected(ctx, contents, vectorized, dimension))
     updates = plan(db, contents, dimension, vectorized, rebuild=dimension is None)
     vectors = embed_added(ctx, contents, updates, known, dimension, vectorized)
@@ -78,8 +85,20 @@ def inputs(ctx: StageContext) -> tuple[dict[str, tuple[list, list]], list[str], 
     """What a run (or a dry run's estimate) works from: each table's (ids, texts), the tables with vectors,
     the manifest, and the stored vectors' dimension when they can be kept (None: every vector is made again)."""
     contents = texts_for(ctx.read("entities"), ctx.read("text_units"), ctx.read("community_reports"))
-    manifest = read_manifest(ctx.config.output.base_dir)
+    manifest = readable_manifest(ctx.config, ctx.notes)
     return contents, vector_tables(ctx.config), manifest, reusable_dimension(manifest, ctx.config)
+
+
+def readable_manifest(config: GraphRagConfig, notes: list[str] | None = None) -> dict[str, Any] | None:
+    """The embeddings manifest the last run left; a damaged one is taken as absent (every table is rebuilt,
+    its vectors from the answer cache), and said in `notes`."""
+    try:
+        return read_manifest(config.output.base_dir)
+    except IndexDamaged as err:
+        if notes is not None:
+            notes.append(f"{err}: taken as absent, so every LanceDB table is rebuilt (its vectors from the answer "
+                         "cache)")
+        return None
 
 
 async def connected(ctx: StageContext, contents: dict[str, tuple[list, list]], vectorized: list[str],
@@ -113,7 +132,7 @@ def early(ctx: StageContext) -> Coroutine[Any, Any, dict[str, list[float]]] | No
     the embedding model is idle while the graph is extracted. Only when every text would be sent anyway (a
     first build, another model: no stored vector is kept); an update embeds just its new rows, at its turn."""
     if "text_unit_text" not in vector_tables(ctx.config) or reusable_dimension(
-            read_manifest(ctx.config.output.base_dir), ctx.config) is not None:
+            readable_manifest(ctx.config), ctx.config) is not None:
         return None
     return vectors_by_text(ctx, list(dict.fromkeys(ctx.read("base_text_units")["text"])))
 
@@ -214,15 +233,66 @@ def describe(table: str, rows: int, update: TableUpdate, first: bool) -> str:
     return f"{table} ({rows}: {', '.join(changes) or 'unchanged'})"
 
 
-def manifest_digest(config: GraphRagConfig) -> str | None:
-    """Changes when the LanceDB side is gone or rewritten, so a resumed run rebuilds it."""
-    path = config.output.base_dir / MANIFEST
-    if not path.is_file():
+def drop_damaged(ctx: StageContext) -> dict[str, str]:
+    """Delete the LanceDB tables that are damaged (`damaged_tables`), said in the run's notes: they are then
+    rebuilt whole, their vectors from the answer cache. Returns them with what was wrong."""
+    damaged = damaged_tables(ctx.config)
+    uri = ctx.config.vector_store.db_uri
+    for name, problem in damaged.items():
+        ctx.notes.append(f"{problem}: the table is rebuilt (its vectors from the answer cache)")
+        folder = Path(uri) / f"{name}.lance"
+        if "://" not in uri and folder.is_dir():  # a table too damaged to open cannot be dropped by LanceDB
+            shutil.rmtree(folder)
+        else:
+            with contextlib.suppress(Exception):
+                connect(uri).drop_table(name)
+    return damaged
+
+
+def damaged_tables(config: GraphRagConfig) -> dict[str, str]:
+    """The LanceDB tables the manifest names that cannot be used as they are: their files changed since the
+    commit that pinned their version, a file their version needs is gone, or they cannot be read whole."""
+    manifest = readable_manifest(config)
+    if manifest is None:
+        return {}
+    uri = config.vector_store.db_uri
+    try:
+        commit = read_commit(config.output.base_dir)
+    except IndexDamaged:
+        commit = None
+    pinned = (commit.lancedb or {}).get("tables", {}) if commit is not None else {}
+    try:
+        db = connect(uri)
+        present = set(db.list_tables().tables)
+    except Exception as err:  # the database itself cannot be opened: every table is rebuilt
+        return {name: f"LanceDB at {uri} cannot be opened ({type(err).__name__}: {err})" for name in TABLES}
+    wanted = {}
+    for name, rows in manifest.get("tables", {}).items():
+        if name not in present:
+            continue  # missing: plan_update recreates it
+        entry = pinned.get(name, {})
+        latest = _latest_version(db, name)
+        wanted[name] = entry if latest is not None and entry.get("version") == latest else {
+            "version": latest if latest is not None else -1, "rows": rows}
+    return damage(uri, {"tables": wanted}, probe=True)
+
+
+def _latest_version(db: Any, name: str) -> int | None:
+    try:
+        return int(db.open_table(name).version)
+    except Exception:  # unreadable: damage() says so when it probes it
         return None
-    tables = read_json(path).get("tables", {})
+
+
+def manifest_digest(config: GraphRagConfig) -> str | None:
+    """Changes when the LanceDB side is gone, damaged or rewritten, so a resumed run rebuilds it."""
+    path = config.output.base_dir / MANIFEST
+    manifest = readable_manifest(config)
+    if manifest is None or damaged_tables(config):
+        return None
     try:
         db = connect(config.vector_store.db_uri)
-        found = {name: db.open_table(name).count_rows() for name in tables}
+        found = {name: (db.open_table(name).count_rows(), _latest_version(db, name)) for name in manifest["tables"]}
     except Exception:  # a table is missing or unreadable: not reusable
         return None
     return hashlib.blake2b(repr((path.read_bytes(), sorted(found.items()))).encode(), digest_size=16).hexdigest()
