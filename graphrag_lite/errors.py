@@ -64,6 +64,13 @@ class OutputLocked(GraphragLiteError):
     exit_code = 5
 
 
+class OutputUnwritable(GraphragLiteError):
+    """A file of the output folder cannot be written (disk full, read-only, no permission): nothing already
+    committed is lost; the same command resumes once it can write."""
+
+    exit_code = 2
+
+
 class IndexDamaged(GraphragLiteError):
     """A file of the index is missing, damaged or does not match what the index recorded (`path`: the file).
     `graphrag-lite index` repairs it from what is intact and from the answer cache."""

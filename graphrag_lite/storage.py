@@ -2,6 +2,7 @@
 
 from __future__ import annotations
 
+import errno
 import fcntl
 import hashlib
 import io
@@ -19,23 +20,44 @@ from typing import Any
 import pandas as pd
 import pyarrow.parquet as pq
 
-from graphrag_lite.errors import IndexDamaged, OutputLocked
+from graphrag_lite.errors import IndexDamaged, OutputLocked, OutputUnwritable
+
+
+# What the machine, not the program, is short of when a write fails: said as what to do, not as a crash.
+UNWRITABLE = {errno.ENOSPC: "free space on its disk", errno.EDQUOT: "free space within your disk quota",
+              errno.EROFS: "make its file system writable", errno.EACCES: "make it writable",
+              errno.EPERM: "make it writable", errno.EFBIG: "raise the file size limit (ulimit -f)"}
+
+
+@contextmanager
+def writing(target: Path) -> Iterator[None]:
+    """Turn a write that fails for want of space or permission into OutputUnwritable, naming the file."""
+    try:
+        yield
+    except OSError as err:
+        if err.errno not in UNWRITABLE:
+            raise
+        raise OutputUnwritable(f"cannot write {target} ({err.strerror}): {UNWRITABLE[err.errno]}, then run the same "
+                               "command again; the index committed before is unchanged and finished stages are "
+                               "kept") from None
 
 
 @contextmanager
 def atomic_path(target: Path) -> Iterator[Path]:
     """Yield a temporary path beside `target`; on success it replaces `target` in one rename, so readers
     (and a run killed half-way) only ever see the old file or the complete new one."""
-    target.parent.mkdir(parents=True, exist_ok=True)
-    fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
-    os.close(fd)
+    with writing(target):
+        target.parent.mkdir(parents=True, exist_ok=True)
+        fd, tmp_name = tempfile.mkstemp(prefix=f".{target.name}.", suffix=".tmp", dir=target.parent)
+        os.close(fd)
     tmp = Path(tmp_name)
-    os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600 files; tables should get the usual mode
     try:
-        yield tmp
-        with open(tmp, "rb") as handle:
-            os.fsync(handle.fileno())
-        os.replace(tmp, target)
+        with writing(target):
+            os.chmod(tmp, 0o666 & ~_umask())  # mkstemp makes 0600 files; tables should get the usual mode
+            yield tmp
+            with open(tmp, "rb") as handle:
+                os.fsync(handle.fileno())
+            os.replace(tmp, target)
     finally:
         tmp.unlink(missing_ok=True)
 
@@ -124,14 +146,16 @@ class OutputStore:
         """Write a new version of a table beside the others (a file that appears whole, by one rename) and
         see it from now on; returns its digest. An unversioned store becomes versioned with its first write."""
         folder = self.base_dir / TABLES_DIR
-        folder.mkdir(parents=True, exist_ok=True)
-        fd, tmp_name = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
-        os.close(fd)
+        with writing(folder):
+            folder.mkdir(parents=True, exist_ok=True)
+            fd, tmp_name = tempfile.mkstemp(prefix=f".{name}.", suffix=".tmp", dir=folder)
+            os.close(fd)
         tmp = Path(tmp_name)
         try:
-            table.to_parquet(tmp, index=False)
-            with open(tmp, "rb") as handle:
-                os.fsync(handle.fileno())
+            with writing(folder / f"{name}.parquet"):
+                table.to_parquet(tmp, index=False)
+                with open(tmp, "rb") as handle:
+                    os.fsync(handle.fileno())
             digest = file_digest(tmp)
             target = folder / f"{name}.{digest}.parquet"
             if not _intact(target, digest):  # the same version already there (a re-run) is kept
