@@ -8,6 +8,7 @@ problem into a message that names the key (and the closest valid key for a typo)
 
 from __future__ import annotations
 
+import io
 import os
 import re
 import typing
@@ -23,9 +24,10 @@ from pydantic import (
 
 from graphrag_lite.compat import is_graphrag_settings
 from graphrag_lite.compat import translate as translate_graphrag_settings
-from graphrag_lite.config.messages import OverrideSources, describe_validation_error, suggest
+from graphrag_lite.config.messages import OverrideSources, describe_validation_error, quoted, suggest
 from graphrag_lite.config.model import GraphRagConfig
 from graphrag_lite.config.sections import default_models
+from graphrag_lite.config.yaml_reading import parse_yaml, read_utf8_text
 from graphrag_lite.errors import ConfigError
 
 CONFIG_FILENAMES = ("settings.yaml", "settings.yml")
@@ -77,10 +79,10 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     """`section.key=value` -> (["section", "key"], value parsed as YAML, so 300 is an int)."""
     key, sep, raw = item.partition("=")
     if not sep or not key.strip():
-        raise ConfigError(f"--set {item!r}: expected section.key=value, e.g. --set chunking.size=300")
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
+        raise ConfigError(f"--set {quoted(item)}: expected section.key=value, e.g. --set chunking.size=300")
+    try:  # aliases past the budget, nesting too deep or a key twice are refused, as in a settings file
+        value = parse_yaml(raw, f"--set {key.strip()[:60]}") if raw.strip() else ""
+    except yaml.YAMLError:  # not YAML: the text as it is (a regular expression, say)
         value = raw
     return key.strip().split("."), value
 
@@ -168,13 +170,13 @@ def read_settings(root: Path = Path("."), config: Path | None = None) -> tuple[P
     path = find_config_file(root, config)
     project = project_folder(path, root.resolve())
     dotenv = {k: v for folder in dict.fromkeys([project, path.parent]) if (folder / ".env").is_file()
-              for k, v in dotenv_values(folder / ".env").items()}
+              for k, v in dotenv_values(stream=io.StringIO(read_utf8_text(folder / ".env"))).items()}
     # Like GraphRAG, .env also reaches the environment (never overriding it), so provider libraries
     # find their usual variables (OPENAI_API_KEY, ...).
     for name, value in dotenv.items():
         if value is not None:
             os.environ.setdefault(name, value)
-    text = substitute_env(path.read_text(encoding="utf-8"), {**dotenv, **os.environ}, str(path))
+    text = substitute_env(read_utf8_text(path), {**dotenv, **os.environ}, str(path))
     data = yaml_mapping(text, path, "of sections at the top level")
     data["root_dir"] = str(project)  # what a file's own root_dir (a GraphRAG key) would say is not used
     return path, data
@@ -182,11 +184,12 @@ def read_settings(root: Path = Path("."), config: Path | None = None) -> tuple[P
 
 def yaml_mapping(text: str, path: Path, holding: str) -> dict[str, Any]:
     """The mapping a YAML file (a settings or an experiment file) holds; a ConfigError naming the file when it
-    is not valid YAML or not a mapping (`holding`: what the mapping should hold, for the message)."""
+    is not valid YAML or not a mapping (`holding`: what the mapping should hold, for the message), and when
+    yaml_reading refuses it (aliases past the budget, nesting too deep, a key twice)."""
     try:
-        data = yaml.safe_load(text) or {}
+        data = parse_yaml(text, str(path)) or {}
     except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML: {err}") from err
+        raise ConfigError(f"{path}: not valid YAML: {str(err)[:1000]}") from err
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping {holding}")
     return data
@@ -244,5 +247,5 @@ def check_model_references(cfg: GraphRagConfig, source: str) -> None:
         for key in ("model_id", "chat_model_id", "embedding_model_id"):
             model_id = getattr(section, key, None)
             if model_id is not None and model_id not in cfg.models:
-                raise ConfigError(f"{source}: {section_name}.{key} = {model_id!r} is not defined in `models`"
+                raise ConfigError(f"{source}: {section_name}.{key} = {quoted(model_id)} is not defined in `models`"
                                   f"{suggest(model_id, cfg.models)}; defined: {', '.join(cfg.models) or 'none'}")
