@@ -174,3 +174,37 @@ def test_a_key_given_twice_is_refused_naming_the_key_the_file_and_both_lines(tmp
 def test_a_key_given_twice_in_a_set_value_is_refused():
     with pytest.raises(ConfigError, match=r"^--set input.files:1: `\[0\].pattern` is given twice"):
         parse_override("input.files=[{pattern: a, pattern: b}]")
+
+
+# P2: under --method fast, invalid chunking.* values were replaced silently by the pipeline's own settings
+
+
+def test_a_value_the_pipeline_replaces_is_still_checked(tmp_path, cli):
+    message = refused(tmp_path, "chunking:\n  size: -5\n  overlap: lots\n", method="fast")
+    assert message.splitlines() == [
+        "settings.yaml: chunking.size = -5: Input should be greater than or equal to 1",
+        "settings.yaml: chunking.overlap = 'lots': Input should be a valid integer, unable to parse string as an "
+        "integer (expected int)",
+        "(the pipeline's `settings:` replace these values in this run; they are checked all the same: correct them, "
+        "or remove them from the file)"]
+    refused_by_the_cli(cli, tmp_path, "settings.yaml: chunking.size = -5: Input should be greater than or equal to 1")
+
+
+def test_a_model_the_pipeline_replaces_is_still_checked(tmp_path):
+    message = refused(tmp_path, "embed_text:\n  model_id: default_embeding_model\n", method="fast")
+    assert message.startswith("settings.yaml: embed_text.model_id = 'default_embeding_model' is not defined in "
+                              "`models`"), message
+
+
+def test_the_pipeline_may_still_make_values_fit_together_and_set_overrides_what_it_replaces(tmp_path):
+    from graphrag_lite.pipeline.settings import configure
+    from graphrag_lite.stages import STAGES
+
+    # size 80 fits the fast method's overlap (30), not the file's (100): the values that run are checked together
+    write_settings(tmp_path, "chunking:\n  size: 1200\n  overlap: 100\n")
+    cfg, _ = configure(STAGES, tmp_path, overrides=["chunking.size=80"], method="fast")
+    assert (cfg.chunking.size, cfg.chunking.overlap) == (80, 30)
+    # an invalid value of the file that --set replaces is the user's choice, said on the command line
+    write_settings(tmp_path, "chunking:\n  size: -5\n")
+    cfg, _ = configure(STAGES, tmp_path, overrides=["chunking.size=300"], method="fast")
+    assert cfg.chunking.size == 300
