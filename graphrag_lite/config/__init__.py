@@ -1,6 +1,7 @@
 """The configuration: the single source of every default (model.py, sections.py, search.py), the loader for
-settings.yaml (loading.py), messages that name the key of a problem (messages.py), and settings.yaml written
-from the model (rendering.py).
+settings.yaml (loading.py), the reading of a user's YAML (yaml_reading.py: aliases within a budget, no key
+twice, UTF-8), messages that name the key of a problem (messages.py), and settings.yaml written from the model
+(rendering.py).
 
 Section and key names follow Microsoft GraphRAG's settings.yaml where it has one, so users can carry their
 configuration over. The names below are the configuration's public face: the rest of the package imports

@@ -8,6 +8,8 @@ problem into a message that names the key (and the closest valid key for a typo)
 
 from __future__ import annotations
 
+import copy
+import io
 import os
 import re
 import typing
@@ -23,9 +25,10 @@ from pydantic import (
 
 from graphrag_lite.compat import is_graphrag_settings
 from graphrag_lite.compat import translate as translate_graphrag_settings
-from graphrag_lite.config.messages import OverrideSources, describe_validation_error, suggest
+from graphrag_lite.config.messages import OverrideSources, describe_problems, describe_validation_error, quoted, suggest
 from graphrag_lite.config.model import GraphRagConfig
 from graphrag_lite.config.sections import default_models
+from graphrag_lite.config.yaml_reading import parse_yaml, read_utf8_text
 from graphrag_lite.errors import ConfigError
 
 CONFIG_FILENAMES = ("settings.yaml", "settings.yml")
@@ -77,10 +80,10 @@ def parse_override(item: str) -> tuple[list[str], Any]:
     """`section.key=value` -> (["section", "key"], value parsed as YAML, so 300 is an int)."""
     key, sep, raw = item.partition("=")
     if not sep or not key.strip():
-        raise ConfigError(f"--set {item!r}: expected section.key=value, e.g. --set chunking.size=300")
-    try:
-        value = yaml.safe_load(raw) if raw.strip() else ""
-    except yaml.YAMLError:
+        raise ConfigError(f"--set {quoted(item)}: expected section.key=value, e.g. --set chunking.size=300")
+    try:  # aliases past the budget, nesting too deep or a key twice are refused, as in a settings file
+        value = parse_yaml(raw, f"--set {key.strip()[:60]}") if raw.strip() else ""
+    except yaml.YAMLError:  # not YAML: the text as it is (a regular expression, say)
         value = raw
     return key.strip().split("."), value
 
@@ -147,6 +150,8 @@ def resolve_config(path: Path, data: dict[str, Any], overrides: Overrides = (),
     notes: list[str] = []
     if is_graphrag_settings(data):  # a Microsoft GraphRAG file: its keys mapped, the ignored ones noted
         data, notes = translate_graphrag_settings(data)
+    if pipeline_settings:
+        check_replaced_values(data, pipeline_settings, path, overrides)
     for section, values in (pipeline_settings or {}).items():
         if isinstance(values, dict) and isinstance(data.get(section), dict):
             data[section] = {**data[section], **values}
@@ -168,13 +173,13 @@ def read_settings(root: Path = Path("."), config: Path | None = None) -> tuple[P
     path = find_config_file(root, config)
     project = project_folder(path, root.resolve())
     dotenv = {k: v for folder in dict.fromkeys([project, path.parent]) if (folder / ".env").is_file()
-              for k, v in dotenv_values(folder / ".env").items()}
+              for k, v in dotenv_values(stream=io.StringIO(read_utf8_text(folder / ".env"))).items()}
     # Like GraphRAG, .env also reaches the environment (never overriding it), so provider libraries
     # find their usual variables (OPENAI_API_KEY, ...).
     for name, value in dotenv.items():
         if value is not None:
             os.environ.setdefault(name, value)
-    text = substitute_env(path.read_text(encoding="utf-8"), {**dotenv, **os.environ}, str(path))
+    text = substitute_env(read_utf8_text(path), {**dotenv, **os.environ}, str(path))
     data = yaml_mapping(text, path, "of sections at the top level")
     data["root_dir"] = str(project)  # what a file's own root_dir (a GraphRAG key) would say is not used
     return path, data
@@ -182,11 +187,12 @@ def read_settings(root: Path = Path("."), config: Path | None = None) -> tuple[P
 
 def yaml_mapping(text: str, path: Path, holding: str) -> dict[str, Any]:
     """The mapping a YAML file (a settings or an experiment file) holds; a ConfigError naming the file when it
-    is not valid YAML or not a mapping (`holding`: what the mapping should hold, for the message)."""
+    is not valid YAML or not a mapping (`holding`: what the mapping should hold, for the message), and when
+    yaml_reading refuses it (aliases past the budget, nesting too deep, a key twice)."""
     try:
-        data = yaml.safe_load(text) or {}
+        data = parse_yaml(text, str(path)) or {}
     except yaml.YAMLError as err:
-        raise ConfigError(f"{path}: not valid YAML: {err}") from err
+        raise ConfigError(f"{path}: not valid YAML: {str(err)[:1000]}") from err
     if not isinstance(data, dict):
         raise ConfigError(f"{path}: expected a mapping {holding}")
     return data
@@ -196,19 +202,8 @@ def config_from_data(data: dict[str, Any], path: Path, overrides: Overrides = ()
                      overrides_from: OverrideSources = "--set") -> GraphRagConfig:
     """Validate settings data under `overrides`; an invalid override is blamed on `overrides_from` (the
     command line; or, by dotted key, the part of an experiment file that set it), anything else on the file."""
-    # Models the file does not define keep their defaults, so a settings file (or --set) may name only
-    # what it changes, e.g. models.default_chat_model.concurrency.
-    user_models = data.get("models") or {}
-    if isinstance(user_models, dict):
-        defaults = {k: m.model_dump(exclude_unset=True) for k, m in default_models().items()}
-        data["models"] = {**defaults, **{k: {**defaults.get(k, {}), **v} if isinstance(v, dict) else v
-                                         for k, v in user_models.items()}}
     items = override_items(overrides)
-    apply_overrides(data, dict((".".join(p), v) for p, v in items))
-    project = Path(data.pop("root_dir", None) or path.parent)
-    data.pop("settings_file", None)
-    for name in [k for k, v in data.items() if v is None]:  # `section:` with every key commented out
-        data.pop(name)
+    project = Path(_completed(data, items) or path.parent)
     try:
         cfg = GraphRagConfig.model_validate(data)
     except ValidationError as err:
@@ -224,6 +219,71 @@ def config_from_data(data: dict[str, Any], path: Path, overrides: Overrides = ()
 
         read_alias_overrides(cfg.entity_resolution.overrides)
     return cfg
+
+
+def _completed(data: dict[str, Any], items: list[tuple[list[str], Any]]) -> str | None:
+    """Settings data made ready to validate, in place: the default models kept, the overrides `items`
+    applied, the sections left empty dropped; the root_dir it gives (read_settings's, or an override's)."""
+    # Models the file does not define keep their defaults, so a settings file (or --set) may name only
+    # what it changes, e.g. models.default_chat_model.concurrency.
+    user_models = data.get("models") or {}
+    if isinstance(user_models, dict):
+        defaults = {k: m.model_dump(exclude_unset=True) for k, m in default_models().items()}
+        data["models"] = {**defaults, **{k: {**defaults.get(k, {}), **v} if isinstance(v, dict) else v
+                                         for k, v in user_models.items()}}
+    apply_overrides(data, dict((".".join(p), v) for p, v in items))
+    data.pop("settings_file", None)
+    for name in [k for k, v in data.items() if v is None]:  # `section:` with every key commented out
+        data.pop(name)
+    return data.pop("root_dir", None)
+
+
+def check_replaced_values(data: dict[str, Any], pipeline_settings: dict[str, Any], path: Path,
+                          overrides: Overrides = ()) -> None:
+    """A ConfigError when a value of the settings file that the pipeline's settings replace (and no override
+    does) is invalid on its own: of the wrong type, out of its range, or a model not defined. It is the user's,
+    and would otherwise vanish without a word. Whether values fit together (chunking.overlap below
+    chunking.size) is checked on the settings the run uses, where the pipeline's may be what makes them fit."""
+    items = override_items(overrides)
+    overridden = [".".join(p) for p, _ in items]
+    replaced = [key for key in _keys_replaced(data, pipeline_settings)
+                if not any(key == o or key.startswith(o + ".") for o in overridden)]
+    if not replaced:
+        return
+    user = copy.deepcopy(data)
+    _completed(user, items)
+    lines = []
+    try:
+        GraphRagConfig.model_validate(user)
+    except ValidationError as err:
+        problems = [p for p in err.errors() if _within(".".join(str(part) for part in p["loc"]), replaced)]
+        lines += [describe_problems(problems, path.name)] if problems else []
+    models = user["models"] if isinstance(user.get("models"), dict) else {}
+    for key in (k for k in replaced if k.endswith("model_id")):
+        section, name = key.split(".", 1)
+        if isinstance(model_id := data[section][name], str) and model_id not in models:  # else: a type error above
+            lines.append(f"{path.name}: {key} = {quoted(model_id)} is not defined in `models`")
+    if lines:
+        raise ConfigError("\n".join([*lines, "(the pipeline's `settings:` replace these values in this run; they "
+                                     "are checked all the same: correct them, or remove them from the file)"]))
+
+
+def _keys_replaced(data: dict[str, Any], pipeline_settings: dict[str, Any]) -> list[str]:
+    """The dotted keys the file gives a value and the pipeline's settings replace it (section by section, as
+    resolve_config lays them over the file)."""
+    keys = []
+    for section, values in pipeline_settings.items():
+        if isinstance(values, dict) and isinstance(data.get(section), dict):
+            keys += [f"{section}.{key}" for key in values if key in data[section]]
+        elif data.get(section) is not None:
+            keys.append(section)
+    return keys
+
+
+def _within(key: str, replaced: typing.Iterable[str]) -> bool:
+    """Whether a problem's key is one of `replaced` or inside one (not a section that holds one: a check of
+    the section as a whole, such as overlap below size, is about the values that run)."""
+    return any(key == r or key.startswith(r + ".") for r in replaced)
 
 
 def resolve_paths(model: BaseModel, root: Path) -> None:
@@ -244,5 +304,5 @@ def check_model_references(cfg: GraphRagConfig, source: str) -> None:
         for key in ("model_id", "chat_model_id", "embedding_model_id"):
             model_id = getattr(section, key, None)
             if model_id is not None and model_id not in cfg.models:
-                raise ConfigError(f"{source}: {section_name}.{key} = {model_id!r} is not defined in `models`"
+                raise ConfigError(f"{source}: {section_name}.{key} = {quoted(model_id)} is not defined in `models`"
                                   f"{suggest(model_id, cfg.models)}; defined: {', '.join(cfg.models) or 'none'}")

@@ -4,6 +4,7 @@ for a typo, and the range or type expected."""
 from __future__ import annotations
 
 import difflib
+import reprlib
 import types
 import typing
 from typing import Any, Literal
@@ -12,6 +13,7 @@ from pydantic import (
     BaseModel,
     ValidationError,
 )
+from pydantic_core import ErrorDetails
 
 from graphrag_lite.config.model import GraphRagConfig
 
@@ -23,9 +25,21 @@ def describe_validation_error(err: ValidationError, file: str, overridden: typin
                               overrides_from: OverrideSources = "--set") -> str:
     """One line per problem: where it comes from (the file, or the override that set the key), the dotted
     key, what was given, what is expected, and a suggestion for typos."""
+    return describe_problems(err.errors(), file, overridden, overrides_from)
+
+
+# problems listed in one message: a list of a thousand bad items needs its first few named, not all
+MAX_PROBLEMS_LISTED = 20
+# characters of a problem's line: its key and value are quoted cut short, and so is what a check says of them
+MAX_LINE = 400
+
+
+def describe_problems(problems: typing.Sequence[ErrorDetails], file: str, overridden: typing.Collection[str] = (),
+                      overrides_from: OverrideSources = "--set") -> str:
+    """describe_validation_error's lines for some of a ValidationError's problems."""
     lines = []
-    for problem in err.errors():
-        loc = [str(part) for part in problem["loc"]]
+    for problem in problems[:MAX_PROBLEMS_LISTED]:
+        loc = [str(part)[:60] for part in problem["loc"]]
         key = ".".join(loc)
         setter = _set_by(key, overridden)
         source = file if setter is None else overrides_from if isinstance(overrides_from, str) else \
@@ -36,15 +50,32 @@ def describe_validation_error(err: ValidationError, file: str, overridden: typin
             valid = list(inner.model_fields) if inner is not None else []
             lines.append(f"{source}: unknown key '{key}'{suggest(loc[-1], valid, prefix=loc[:-1])}")
         elif problem["type"] == "value_error":  # a check of ours: its message says what is wrong and expected
-            shown = "" if isinstance(given, dict) else f" = {given!r}"  # a section's check names its keys
+            shown = "" if isinstance(given, dict) else f" = {quoted(given)}"  # a section's check names its keys
             lines.append(f"{source}: {key}{shown}: {problem['msg'].removeprefix('Value error, ')}")
         else:
             _, annotation = _walk(GraphRagConfig, loc)
             # a value of the right type out of its range: pydantic's message says the range; the type would mislead
             typed = annotation is not None and problem["type"] not in OUT_OF_RANGE
             expected = f" (expected {_type_name(annotation)})" if typed else ""
-            lines.append(f"{source}: {key} = {given!r}: {problem['msg']}{expected}")
+            lines.append(f"{source}: {key} = {quoted(given)}: {problem['msg']}{expected}")
+    lines = [line if len(line) <= MAX_LINE else line[:MAX_LINE - 3] + "..." for line in lines]
+    if len(problems) > MAX_PROBLEMS_LISTED:
+        lines.append(f"... and {len(problems) - MAX_PROBLEMS_LISTED} more problems")
     return "\n".join(lines)
+
+
+# a value as a message quotes it: its start, however big it is (a settings file's lists may be huge)
+_SHORT = reprlib.Repr()
+_SHORT.maxstring, _SHORT.maxother, _SHORT.maxlevel = 100, 100, 2
+_SHORT.maxlist = _SHORT.maxtuple = _SHORT.maxdict = _SHORT.maxset = 4
+MAX_QUOTED = 160
+
+
+def quoted(value: Any) -> str:
+    """repr(value), cut short: a message never quotes more than a short line of a value (reprlib stops early in
+    a big value, so quoting one costs little)."""
+    shown = _SHORT.repr(value)
+    return shown if len(shown) <= MAX_QUOTED else shown[:MAX_QUOTED - 3] + "..."
 
 
 # pydantic's error types for a value of the right type that breaks a bound of its field
