@@ -22,7 +22,6 @@ import pyarrow.parquet as pq
 
 from graphrag_lite.errors import IndexDamaged, OutputLocked, OutputUnwritable
 
-
 # What the machine, not the program, is short of when a write fails: said as what to do, not as a crash.
 UNWRITABLE = {errno.ENOSPC: "free space on its disk", errno.EDQUOT: "free space within your disk quota",
               errno.EROFS: "make its file system writable", errno.EACCES: "make it writable",

@@ -208,3 +208,29 @@ def test_the_pipeline_may_still_make_values_fit_together_and_set_overrides_what_
     write_settings(tmp_path, "chunking:\n  size: -5\n")
     cfg, _ = configure(STAGES, tmp_path, overrides=["chunking.size=300"], method="fast")
     assert cfg.chunking.size == 300
+
+
+# the other files a user gives: a pipeline file, an experiment file, a question file
+
+
+@pytest.mark.parametrize("text, said", [
+    ("stages:\n  - load_documents\n" + "x: " + "[" * 5000 + "]" * 5000 + "\n", "more than 64 deep"),
+    ("stages: [load_documents]\nstages: [chunk_text]\n", "is given twice"),
+    (b"description: caf\xe9\nstages: [load_documents]\n", "not UTF-8"),
+])
+def test_a_hostile_pipeline_file_is_refused_naming_it(tmp_path, cli, text, said):
+    write_settings(tmp_path)
+    (tmp_path / "mine.yaml").write_bytes(text if isinstance(text, bytes) else text.encode("utf-8"))
+    (tmp_path / "input").mkdir()
+    (tmp_path / "input" / "a.txt").write_text("Alice met Bob in Paris.\n", encoding="utf-8")
+    result = cli("index", "--method", "mine.yaml", "--root", tmp_path)
+    assert result.exit_code == 2 and said in result.output and "mine.yaml" in result.output, result.output
+
+
+def test_a_deeply_nested_question_file_is_refused_naming_it(tmp_path):
+    from graphrag_lite.evaluation.questions import QuestionFileError, load_questions
+
+    path = tmp_path / "questions.json"
+    path.write_text("[" * 100_000 + "]" * 100_000, encoding="utf-8")
+    with pytest.raises(QuestionFileError, match="nested too deeply"):
+        load_questions(path)

@@ -80,7 +80,10 @@ def _records(path: Path) -> list[tuple[str, Any]]:
         table = pd.read_csv(path, dtype=str, keep_default_na=False)
         return [(f"row {i + 2}", {k: _csv_cell(v) for k, v in row.items()})
                 for i, row in enumerate(table.to_dict("records"))]
-    text = path.read_text(encoding="utf-8-sig")
+    try:
+        text = path.read_text(encoding="utf-8-sig")
+    except UnicodeDecodeError as err:
+        raise QuestionFileError(f"{path}: not UTF-8 text (byte {err.start}); save it as UTF-8") from None
     if suffix == ".jsonl":
         records = []
         for number, line in enumerate(text.splitlines(), start=1):
@@ -89,12 +92,16 @@ def _records(path: Path) -> list[tuple[str, Any]]:
                     records.append((f"line {number}", json.loads(line)))
                 except json.JSONDecodeError as err:
                     raise QuestionFileError(f"{path}: line {number}: not valid JSON ({err.msg})") from None
+                except RecursionError:
+                    raise QuestionFileError(f"{path}: line {number}: nested too deeply to be a question") from None
         return records
     if suffix == ".json":
         try:
             data = json.loads(text)
         except json.JSONDecodeError as err:
             raise QuestionFileError(f"{path}: not valid JSON ({err.msg} at line {err.lineno})") from None
+        except RecursionError:
+            raise QuestionFileError(f"{path}: nested too deeply to be a question file") from None
         data = data.get("questions", data) if isinstance(data, dict) else data
         if not isinstance(data, list):
             raise QuestionFileError(f"{path}: expected a list of questions (or {{\"questions\": [...]}})")

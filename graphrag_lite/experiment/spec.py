@@ -28,6 +28,7 @@ from typing import Any
 from pydantic import BaseModel, ConfigDict, Field, ValidationError, field_validator
 
 from graphrag_lite.config import unwrap_optional, yaml_mapping
+from graphrag_lite.config.yaml_reading import read_utf8_text
 from graphrag_lite.errors import ConfigError
 from graphrag_lite.evaluation.judge import CRITERIA
 from graphrag_lite.query import SearchMethod
@@ -87,10 +88,7 @@ class Variant:
 
 
 def load_spec(path: Path) -> ExperimentSpec:
-    try:
-        text = path.read_text(encoding="utf-8")
-    except OSError as err:
-        raise ConfigError(f"experiment file {path} cannot be read: {err.strerror or err}") from None
+    text = read_utf8_text(path)
     data = yaml_mapping(text, path, "(project, base, variants, grid, questions, ...)")
     try:
         spec = ExperimentSpec.model_validate(data)

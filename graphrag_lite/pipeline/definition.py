@@ -12,6 +12,7 @@ from typing import Any
 import yaml
 
 from graphrag_lite.commits import read_commit
+from graphrag_lite.config.yaml_reading import parse_yaml, read_utf8_text
 from graphrag_lite.errors import IndexDamaged, PipelineFileError
 from graphrag_lite.pipeline.contract import Stage
 from graphrag_lite.pipeline.records import built_with, last_run
@@ -31,9 +32,11 @@ def load_pipeline(name_or_path: str, registry: Mapping[str, Stage], root: Path |
     """A pipeline file: `description:` and `stages:` (stage names, in order)."""
     path = _pipeline_path(name_or_path, root)
     try:
-        data = yaml.safe_load(path.read_text(encoding="utf-8")) or {}
+        data = parse_yaml(read_utf8_text(path), str(path)) or {}
     except yaml.YAMLError as err:
-        raise PipelineFileError(f"{path}: not valid YAML: {err}") from err
+        raise PipelineFileError(f"{path}: not valid YAML: {str(err)[:400]}") from None
+    if not isinstance(data, dict):
+        raise PipelineFileError(f"{path}: expected a mapping with `stages:` (and `description:`, `settings:`)")
     names = data.get("stages")
     if not isinstance(names, list) or not names:
         raise PipelineFileError(f"{path}: expected a non-empty list under `stages:`")
