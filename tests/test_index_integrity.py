@@ -241,3 +241,34 @@ def test_the_lock_file_never_holds_a_command_line_secret(tmp_path: Path, monkeyp
         assert secret not in str(refused.value)
     finally:
         held.release()
+
+
+def test_lancedb_moves_with_output_base_dir(tmp_path: Path):
+    root = make_project(tmp_path / "p", UNRELATED[:2], "output:\n  base_dir: elsewhere/index\n")
+    assert run(root, "index").exit_code == 0
+    assert (root / "elsewhere" / "index" / "lancedb" / "text_unit_text.lance").is_dir()
+    assert not (root / "output").exists()
+
+
+def test_old_versions_are_deleted_when_a_commit_succeeds_keeping_the_last_n(project: Path):
+    versions = []
+    for number, document in enumerate(UNRELATED[3:5]):
+        shutil.copy2(document, project / "input" / document.name)
+        assert run(project, "update", "--set", "output.keep_versions=2").exit_code == 0
+        versions.append(commit(project))
+        assert versions[-1]["number"] == number + 2
+    kept = {f"{name}.{digest}.parquet" for c in versions for name, digest in c["tables"].items()}
+    assert {p.name for p in (project / "output" / "tables").glob("*.parquet")} == kept
+    assert versions[-1]["kept"] == [{"number": 2, "tables": versions[0]["tables"]}]
+
+
+def test_check_says_intact_and_reads_an_index_from_before_commits(project: Path):
+    intact = run(project, "check")
+    assert intact.exit_code == 0 and "intact" in intact.output and "commit 1" in intact.output
+    from tests.conftest import as_index_before_commits
+
+    as_index_before_commits(project / "output")
+    legacy = run(project, "check", "--json")
+    assert legacy.exit_code == 0 and json.loads(legacy.stdout)["commit"] is None
+    assert answer(project)  # served as it is; the next run commits it
+    assert run(project, "index").exit_code == 0 and commit(project)["number"] == 1

@@ -211,6 +211,8 @@ def config_from_data(data: dict[str, Any], path: Path, overrides: Overrides = ()
         raise ConfigError(describe_validation_error(err, path.name, overridden, overrides_from)) from None
     cfg.root_dir, cfg.settings_file = project, path
     resolve_paths(cfg, path.parent)
+    if cfg.vector_store.db_uri is None:
+        cfg.vector_store.db_uri = str(cfg.output.base_dir / "lancedb")
     if "://" not in cfg.vector_store.db_uri and not Path(cfg.vector_store.db_uri).is_absolute():
         cfg.vector_store.db_uri = str((path.parent / cfg.vector_store.db_uri).resolve())
     check_model_references(cfg, path.name)

@@ -64,6 +64,11 @@ class GraphRagConfig(Section):
     compat_notes: list[str] = Field(default_factory=list, exclude=True, description="keys of a Microsoft GraphRAG "
                                     "settings file accepted but ignored, with why (set by the loader)")
 
+    @property
+    def lancedb_uri(self) -> str:
+        """Where the index's LanceDB is: vector_store.db_uri, or `lancedb` inside output.base_dir."""
+        return self.vector_store.db_uri or str(self.output.base_dir / "lancedb")
+
     def section_fingerprint(self, names: typing.Iterable[str]) -> dict[str, Any]:
         """What a stage's result depends on in some sections, as plain data: their values, the contents of
         the files they name (prompts), and the model string and call arguments of the models they use

@@ -318,7 +318,8 @@ class EmbedTextConfig(Section):
 
 
 class VectorStoreConfig(Section):
-    db_uri: str = Field("output/lancedb", description="LanceDB folder or URI (s3://, gs://, az:// work too)")
+    db_uri: str | None = Field(None, description="LanceDB folder or URI (s3://, gs://, az:// work too); null: the "
+                               "folder `lancedb` inside output.base_dir (it moves with it)")
 
 
 class CacheConfig(Section):

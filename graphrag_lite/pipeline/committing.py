@@ -85,7 +85,7 @@ def commit_run(config: GraphRagConfig, pipeline: Pipeline, store: OutputStore, s
     output = config.output.base_dir
     tables = OutputStore(output, pipeline_tables(pipeline, store))
     embedded = any(stage.name == "embed_text" for stage in pipeline.stages)
-    vectors = (read_manifest(output), pin_tables(config.vector_store.db_uri)) if embedded else (None, None)
+    vectors = (read_manifest(output), pin_tables(config.lancedb_uri)) if embedded else (None, None)
     run = {key: stats.get(key) for key in ("pipeline", "pipeline_file", "started")}
     commit = next_commit(readable_commit(output, None), tables, {**run, "status": "completed"},
                          config.output.keep_versions, vectors)

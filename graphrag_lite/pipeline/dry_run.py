@@ -105,7 +105,7 @@ def scratch_copy(config: GraphRagConfig) -> Iterator[GraphRagConfig]:
         trial = config.model_copy(deep=True)
         trial.output.base_dir = Path(scratch) / "output"
         trial.output.base_dir.mkdir()
-        if "://" not in config.vector_store.db_uri:
+        if "://" not in config.lancedb_uri:
             trial.vector_store.db_uri = str(Path(scratch) / "lancedb")
         for table in [*output.glob("*.parquet"), output / STATE_FILE, output / COMMIT_FILE]:
             if table.is_file():

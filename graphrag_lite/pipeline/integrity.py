@@ -61,7 +61,7 @@ def check_index(config: GraphRagConfig) -> CheckReport:
     tables = commit.tables if commit is not None else {}
     findings += _tables(commit.store(output) if commit else OutputStore(output), list(tables) or _legacy(output))
     lancedb = (commit.lancedb or {}) if commit is not None else {}
-    findings += [Finding(name, problem) for name, problem in damage(config.vector_store.db_uri, lancedb,
+    findings += [Finding(name, problem) for name, problem in damage(config.lancedb_uri, lancedb,
                                                                      probe=True).items()]
     findings += _resumable(output, commit)
     return CheckReport(output, commit.number if commit else None, len(tables) or len(_legacy(output)),

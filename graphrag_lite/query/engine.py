@@ -400,7 +400,7 @@ class GraphRAG:
         """LanceDB at the table versions the commit pinned, after checking their files against its digests."""
         self._manifest  # noqa: B018 - a missing index fails here, with the command that builds it
         committed = self.index.committed
-        uri = self.config.vector_store.db_uri
+        uri = self.config.lancedb_uri
         if committed.commit is not None and committed.commit.lancedb is not None:
             try:
                 checked_damage(uri, committed.commit.lancedb)

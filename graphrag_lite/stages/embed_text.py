@@ -65,7 +65,7 @@ def run(ctx: StageContext) -> StageResult:
     counts = {name: len(contents[name][0]) for name in TABLES}
     first = manifest is None
     write_json(ctx.config.output.base_dir / MANIFEST,
-               {"model": model, "dimension": dimension, "db_uri": ctx.config.vector_store.db_uri,
+               {"model": model, "dimension": dimension, "db_uri": ctx.config.lancedb_uri,
                 "db_uri_from_output": from_output(ctx.config), "tables": counts, "vectors": vectorized})
     what = (f"vectors of {', '.join(vectorized)} ({model}, {dimension} dimensions), full-text indexes of all"
             if vectorized else "full-text indexes only")
@@ -107,7 +107,7 @@ async def connected(ctx: StageContext, contents: dict[str, tuple[list, list]], v
     vectors of every text of the tables with vectors: all of them are sent whatever LanceDB holds, so the
     calls go out while LanceDB is imported (about 0.7 s) in a thread, not after it. The text units' vectors
     were asked for right after chunking (`early`); the texts it did not bring are sent now."""
-    opening = asyncio.to_thread(connect, ctx.config.vector_store.db_uri)
+    opening = asyncio.to_thread(connect, ctx.config.lancedb_uri)
     model_id = ctx.config.embed_text.model_id
     if dimension is not None or not vectorized or model_id is None:
         return await opening, {}
@@ -168,7 +168,7 @@ def estimate(ctx: StageContext) -> CallEstimate | None:
     if cfg.model_id is None or not vector_tables(ctx.config):
         return None
     contents, vectorized, _, dimension = inputs(ctx)
-    updates = plan(connect(ctx.config.vector_store.db_uri), contents, dimension, vectorized, rebuild=dimension is None)
+    updates = plan(connect(ctx.config.lancedb_uri), contents, dimension, vectorized, rebuild=dimension is None)
     texts = list(dict.fromkeys(t for added in added_texts(contents, updates, vectorized).values() for t in added))
     calls, sent, tokens = ctx.llm.embedding_estimate(cfg.model_id, texts, cfg.batch_size, cfg.batch_max_tokens,
                                                      dimension)
@@ -186,13 +186,13 @@ def reusable_dimension(manifest: dict[str, Any] | None, config: GraphRagConfig) 
     if model_id is None or manifest is None or manifest.get("model") != config.models[model_id].model:
         return None
     here = from_output(config)
-    same = manifest.get("db_uri") == config.vector_store.db_uri or (here and manifest.get("db_uri_from_output") == here)
+    same = manifest.get("db_uri") == config.lancedb_uri or (here and manifest.get("db_uri_from_output") == here)
     return manifest.get("dimension") if same else None
 
 
 def from_output(config: GraphRagConfig) -> str | None:
     """Where a local LanceDB lies from the output folder (None for a remote one)."""
-    uri = config.vector_store.db_uri
+    uri = config.lancedb_uri
     return None if "://" in uri else os.path.relpath(uri, config.output.base_dir)
 
 
@@ -237,7 +237,7 @@ def drop_damaged(ctx: StageContext) -> dict[str, str]:
     """Delete the LanceDB tables that are damaged (`damaged_tables`), said in the run's notes: they are then
     rebuilt whole, their vectors from the answer cache. Returns them with what was wrong."""
     damaged = damaged_tables(ctx.config)
-    uri = ctx.config.vector_store.db_uri
+    uri = ctx.config.lancedb_uri
     for name, problem in damaged.items():
         ctx.notes.append(f"{problem}: the table is rebuilt (its vectors from the answer cache)")
         folder = Path(uri) / f"{name}.lance"
@@ -255,7 +255,7 @@ def damaged_tables(config: GraphRagConfig) -> dict[str, str]:
     manifest = readable_manifest(config)
     if manifest is None:
         return {}
-    uri = config.vector_store.db_uri
+    uri = config.lancedb_uri
     try:
         commit = read_commit(config.output.base_dir)
     except IndexDamaged:
@@ -291,7 +291,7 @@ def manifest_digest(config: GraphRagConfig) -> str | None:
     if manifest is None or damaged_tables(config):
         return None
     try:
-        db = connect(config.vector_store.db_uri)
+        db = connect(config.lancedb_uri)
         found = {name: (db.open_table(name).count_rows(), _latest_version(db, name)) for name in manifest["tables"]}
     except Exception:  # a table is missing or unreadable: not reusable
         return None
