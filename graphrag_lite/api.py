@@ -22,7 +22,7 @@ from graphrag_lite.config import GraphRagConfig, Overrides, apply_overrides
 from graphrag_lite.documents import file_reads
 from graphrag_lite.documents.changes import CHANGE_KINDS, document_changes, texts_if_ids_given
 from graphrag_lite.documents.reading import read_documents
-from graphrag_lite.errors import ConfigError, InputError, MissingIndex, index_command
+from graphrag_lite.errors import ConfigError, IndexDamaged, InputError, MissingIndex, index_command
 from graphrag_lite.pipeline.committing import readable_last_run, readable_state, working_store
 from graphrag_lite.pipeline.definition import Pipeline, indexed_pipeline, load_pipeline
 from graphrag_lite.pipeline.dry_run import dry_run
@@ -142,7 +142,10 @@ def _changed_documents(config: GraphRagConfig) -> Changes | None:
     if unchanged:
         file_reads.forget_parsed()  # nothing to parse: let the bytes go
         return {kind: [] for kind in CHANGE_KINDS}  # the same files, bytes and settings: nothing to parse again
-    previous = store.read("input_documents", ["id", "title", *texts_if_ids_given(config.input)])
+    try:
+        previous = store.read("input_documents", ["id", "title", *texts_if_ids_given(config.input)])
+    except IndexDamaged:  # as after a first run: load_documents says so, and numbers the documents afresh
+        return None
     try:  # kept for the stage, which then reads no file again
         loaded = read_documents(config.input, iter, frozenset(previous["title"]), keep=True)
     except InputError as err:

@@ -17,7 +17,7 @@ from typing import Any
 
 from graphrag_lite.errors import IndexDamaged
 from graphrag_lite.ids import json_digest
-from graphrag_lite.storage import TABLES_DIR, OutputStore, read_record, write_json
+from graphrag_lite.storage import TABLES_DIR, OutputStore, file_digest, read_record, write_json
 
 COMMIT_FILE = "index.json"
 FORMAT = 1
@@ -78,6 +78,8 @@ def show_to_other_readers(output_dir: Path, commit: Commit) -> None:
     for name, digest in commit.tables.items():
         source, target = output_dir / TABLES_DIR / f"{name}.{digest}.parquet", output_dir / f"{name}.parquet"
         if not source.is_file():  # a table an earlier version wrote beside tables/ (the store read it there)
+            if not (target.is_file() and file_digest(target) == digest):
+                raise IndexDamaged(f"{source}: the version of table '{name}' to commit is missing", source)
             _link(target, source)
         if not (target.is_file() and os.path.samefile(source, target)):
             _link(source, target)

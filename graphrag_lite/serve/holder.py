@@ -21,7 +21,7 @@ from graphrag_lite.commits import COMMIT_FILE
 from graphrag_lite.config import GraphRagConfig, no_model_overrides
 from graphrag_lite.errors import GraphragLiteError, IndexDamaged, MissingIndex
 from graphrag_lite.pipeline.committed import pending_run
-from graphrag_lite.pipeline.records import STATS_FILE, last_run
+from graphrag_lite.pipeline.records import last_run
 from graphrag_lite.query import SEARCH_METHODS
 from graphrag_lite.query.engine import GraphRAG
 from graphrag_lite.serve import browse
@@ -36,7 +36,7 @@ CHECK_EVERY_S = 1.0  # how often the holder looks for a finished index run
 class LoadedIndex:
     config: GraphRagConfig
     engines: dict[tuple[str, bool], GraphRAG]  # (method, no_model) -> engine
-    stamp: tuple[tuple[int, int], ...]  # index_stamp when loaded
+    stamp: tuple[int, int]  # index_stamp when loaded
     last_run: dict[str, Any]  # the stats.json of the last run (which may not have finished)
     committed: dict[str, Any]  # the commit answering, and a run that has not finished (CommittedIndex.describe)
     loaded_at: float = field(default_factory=time.time)
@@ -46,10 +46,10 @@ class LoadedIndex:
         return self.engines[("local", False)]
 
 
-def index_stamp(output_dir: Path) -> tuple[tuple[int, int], ...]:
-    """What changes when an index run commits: index.json (stats.json for an index from before commits)."""
-    paths = (output_dir / COMMIT_FILE, output_dir / STATS_FILE)
-    return tuple((path.stat().st_mtime_ns, path.stat().st_size) if path.is_file() else (0, 0) for path in paths)
+def index_stamp(output_dir: Path) -> tuple[int, int]:
+    """What changes when an index run commits: index.json (a run's other writes are not served)."""
+    path = output_dir / COMMIT_FILE
+    return (path.stat().st_mtime_ns, path.stat().st_size) if path.is_file() else (0, 0)
 
 
 def load_index(root: Path, config: Path | None, overrides: list[str]) -> LoadedIndex:
@@ -101,7 +101,7 @@ class IndexHolder:
         self.pending: str | None = self.current.committed["pending_run"]
         self.reloads = 0
         self.reload_problem: str | None = None
-        self._failed_stamp: tuple[tuple[int, int], ...] | None = None
+        self._failed_stamp: tuple[int, int] | None = None
 
     def _first_load(self) -> LoadedIndex:
         """Wait for a run in progress to finish: serving half of a new index would answer wrongly."""
