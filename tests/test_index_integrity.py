@@ -106,6 +106,25 @@ def test_an_interrupted_update_leaves_the_previous_commit_served_and_said(projec
     assert json.loads(run(project, *QUESTION).stdout)["index"]["pending_run"] is None
 
 
+def test_a_server_started_after_an_interrupted_update_serves_the_previous_commit_and_says_so(project: Path,
+                                                                                             monkeypatch):
+    from fastapi.testclient import TestClient
+
+    from graphrag_lite.serve.app import create_app
+    from graphrag_lite.serve.holder import IndexHolder
+
+    first = commit(project)
+    shutil.copy2(UNRELATED[3], project / "input" / UNRELATED[3].name)
+    reports = STAGES["community_reports"]
+    monkeypatch.setitem(STAGES, "community_reports", type(reports)(**{**reports.__dict__, "run": _interrupted}))
+    assert run(project, "update").exit_code == 130
+    with TestClient(create_app(IndexHolder(project, None, []), watch=False), base_url="http://127.0.0.1") as client:
+        health = client.get("/health").json()
+        assert health["commit"] == first["number"] and "did not finish" in health["pending_run"]
+        stats = client.get("/stats").json()["index"]
+        assert stats["rows"]["documents"] == first["rows"]["documents"]  # not the update's documents
+
+
 def test_a_first_run_that_did_not_finish_is_refused_with_what_to_run(tmp_path: Path, monkeypatch):
     root = make_project(tmp_path / "p", UNRELATED[:2])
     cluster = STAGES["cluster_graph"]

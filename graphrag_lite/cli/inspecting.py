@@ -3,7 +3,7 @@
 from __future__ import annotations
 
 from pathlib import Path
-from typing import Annotated, Any
+from typing import TYPE_CHECKING, Annotated, Any
 
 import typer
 from rich.markup import escape
@@ -14,10 +14,25 @@ from graphrag_lite.cli.common import (
     SetOption,
     VerboseOption,
     console,
+    errors,
     guarded,
 )
 from graphrag_lite.errors import MissingIndex, index_command
 from graphrag_lite.names import normalize_name
+
+if TYPE_CHECKING:
+    from graphrag_lite.config import GraphRagConfig
+    from graphrag_lite.storage import OutputStore
+
+
+def committed_store(cfg: GraphRagConfig) -> OutputStore:
+    """The committed index's tables; a run that has not finished is said on stderr (its tables are not read)."""
+    from graphrag_lite.pipeline.committed import open_committed
+
+    committed = open_committed(cfg.output.base_dir, cfg.root_dir)
+    if committed.pending:
+        errors.print(f"[yellow]note:[/yellow] {escape(committed.pending)}", highlight=False)
+    return committed.store
 
 
 @guarded
@@ -32,14 +47,10 @@ def show(
     from rich.table import Table
 
     from graphrag_lite.config import load_config
-    from graphrag_lite.pipeline.committed import open_committed
     from graphrag_lite.tables import INDEX_TABLES
 
     cfg = load_config(root, config, set_ or [])
-    committed = open_committed(cfg.output.base_dir, cfg.root_dir)
-    store = committed.store
-    if committed.pending:
-        console.print(f"[yellow]note:[/yellow] {escape(committed.pending)}", highlight=False)
+    store = committed_store(cfg)
     present = [n for n in (*INDEX_TABLES, "entity_aliases") if store.has(n)]
     if "entities" not in present:  # a dry run, or a run stopped early, leaves its first tables only
         so_far = f" (only {', '.join(present)} so far)" if present else ""
@@ -82,10 +93,9 @@ def aliases(
     """Review entity resolution: the merges it made, with their reasons and counts, or the names it left apart."""
     from graphrag_lite.alias_overrides import NORMALIZED, write_alias_overrides
     from graphrag_lite.config import load_config
-    from graphrag_lite.pipeline.committed import open_committed
 
     cfg = load_config(root, config, set_ or [])
-    store = open_committed(cfg.output.base_dir, cfg.root_dir).store
+    store = committed_store(cfg)
     if not store.has("entity_aliases"):
         raise MissingIndex(f"no entity_aliases table in {store.base_dir}; build the index with "
                            f"`{index_command(cfg.root_dir)}`")
@@ -147,11 +157,10 @@ def export_graphml(
     community at each level; edges carry weight and description (networkx and igraph read it)."""
     from graphrag_lite.config import load_config
     from graphrag_lite.export import export_graphml as write_graphml
-    from graphrag_lite.pipeline.committed import open_committed
 
     cfg = load_config(root, config, set_ or [])
     target = out or cfg.output.base_dir / "graph.graphml"
-    nodes, edges = write_graphml(open_committed(cfg.output.base_dir, cfg.root_dir).store, target, cfg.root_dir)
+    nodes, edges = write_graphml(committed_store(cfg), target, cfg.root_dir)
     console.print(f"wrote {target} ({nodes:,} nodes, {edges:,} edges)", highlight=False)
 
 
@@ -167,11 +176,10 @@ def export_neo4j(
     import.cypher, a LOAD CSV script that builds the same graph."""
     from graphrag_lite.config import load_config
     from graphrag_lite.export import export_neo4j as write_neo4j
-    from graphrag_lite.pipeline.committed import open_committed
 
     cfg = load_config(root, config, set_ or [])
     folder = out or cfg.output.base_dir / "neo4j"
-    done = write_neo4j(open_committed(cfg.output.base_dir, cfg.root_dir).store, folder, cfg.root_dir)
+    done = write_neo4j(committed_store(cfg), folder, cfg.root_dir)
     console.print(f"wrote {folder}: {', '.join(Path(f).name for f in done['files'])} ({done['nodes']:,} nodes, "
                   f"{done['relationships']:,} relationships); import with `neo4j-admin database import full "
                   f"--nodes={folder / 'nodes.csv'} --relationships={folder / 'relationships.csv'} "
