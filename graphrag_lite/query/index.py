@@ -6,6 +6,7 @@ from functools import cached_property
 
 import pandas as pd
 
+from graphrag_lite.commits import read_commit
 from graphrag_lite.config import GraphRagConfig
 from graphrag_lite.errors import IndexDamaged, MissingIndex, index_command
 from graphrag_lite.names import normalize_name
@@ -44,9 +45,21 @@ class IndexTables:
         try:
             return self.store.read(name)
         except IndexDamaged as err:
+            if self._recommitted():
+                raise MissingIndex(f"the index in {self.store.base_dir} was committed again while this command read "
+                                   "it, and the version it was reading is gone: run the command again") from None
             raise IndexDamaged(f"{err}. The index is not served while it is damaged: `graphrag-lite check --root "
                                f"{self.config.root_dir}` lists what is damaged, and "
                                f"`{index_command(self.config.root_dir)}` repairs it", err.path) from None
+
+    def _recommitted(self) -> bool:
+        """Whether a newer commit replaced the one this index was opened at (whose files may then be cleaned)."""
+        opened = self.committed.commit
+        try:
+            current = read_commit(self.store.base_dir)
+        except IndexDamaged:
+            return False
+        return opened is not None and current is not None and current.number > opened.number
 
     documents = _table("documents")
     text_units = _table("text_units")
