@@ -8,7 +8,7 @@
 It binds to 127.0.0.1 by default; an address beyond this machine's loopback needs an API key (access.py), sent
 with every request as an `X-API-Key` header or a Bearer token (the explorer page and /health carry no index
 data and need none). Searches, and look-ups, with the JSON of their answers, run on two threads of their own
-(search_thread.py), so the event loop stays free to answer /health and to read other requests. Bad requests
+(work_thread.py), so the event loop stays free to answer /health and to read other requests. Bad requests
 get a 4xx with a message (`{"detail": ...}`), never a traceback.
 """
 
@@ -44,7 +44,7 @@ from graphrag_lite.serve import browse
 from graphrag_lite.serve.access import LoopbackHostsOnly, check_binding, checked_api_key, key_matches
 from graphrag_lite.serve.bounds import CommunityLevel, Hops, Matches, Neighbours, Question, ResponseType
 from graphrag_lite.serve.holder import TABLES, IndexHolder
-from graphrag_lite.serve.search_thread import SearchThread
+from graphrag_lite.serve.work_thread import WorkThread
 
 LOG = logging.getLogger("graphrag_lite.serve")
 STATIC = Path(__file__).with_name("static")
@@ -102,7 +102,7 @@ def create_app(holder: IndexHolder, api_key: str | None = None, watch: bool = Tr
     checked first (access.checked_api_key)."""
     api_key = checked_api_key(api_key)
     # look-ups take milliseconds: on a thread of their own, they do not wait behind 50 clients' searches
-    searches, look_ups = SearchThread("graphrag-lite-search"), SearchThread("graphrag-lite-look-up")
+    searches, look_ups = WorkThread("graphrag-lite-search"), WorkThread("graphrag-lite-look-up")
 
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
@@ -234,7 +234,7 @@ def _add_search_routes(app: FastAPI) -> None:
     @app.post("/query/{method}", summary="Answer a question (local, global or basic search)")
     async def query(method: SearchMethod, body: Annotated[QueryRequest, Body()], request: Request) -> Response:
         engine = request.app.state.holder.current.engines[(method, body.no_model)]
-        searches: SearchThread = request.app.state.searches
+        searches: WorkThread = request.app.state.searches
         options: dict[str, Any] = {"response_type": body.response_type}
         if body.community_level is not None and method != "basic":
             options["community_level"] = body.community_level
@@ -247,7 +247,7 @@ def _add_search_routes(app: FastAPI) -> None:
     async def context(method: Literal["local", "basic"], body: Annotated[ContextRequest, Body()],
                       request: Request) -> JSONResponse:
         engine = request.app.state.holder.current.engines[(method, body.no_model)]
-        searches: SearchThread = request.app.state.searches
+        searches: WorkThread = request.app.state.searches
         return await searches.run(_context(engine, method, body.question, body.community_level))
 
 
@@ -267,7 +267,7 @@ async def _context(engine: GraphRAG, method: str, question: str, community_level
                          "context": {t.name: t.column_rows() for t in tables}, "budgets": budgets})
 
 
-async def _events(searches: SearchThread, engine: GraphRAG, method: str, question: str,
+async def _events(searches: WorkThread, engine: GraphRAG, method: str, question: str,
                   options: dict[str, Any]) -> AsyncIterator[str]:
     """Server-sent events: `piece` events as the answer is written, then one `result` (the whole result) or
     one `error` event."""
@@ -324,7 +324,7 @@ def _add_graph_routes(app: FastAPI) -> None:
 async def _look_up(request: Request, look_up: Callable[[IndexTables], Any]) -> JSONResponse:
     """`look_up` of the current index, done and rendered on the look-up thread."""
     index = request.app.state.holder.current.engine.index
-    look_ups: SearchThread = request.app.state.look_ups
+    look_ups: WorkThread = request.app.state.look_ups
     return await look_ups.call(lambda: JSONResponse(look_up(index)))
 
 

@@ -3,7 +3,7 @@
 Tools: `local_search`, `global_search` and `basic_search` answer through one engine opened at start (tables,
 vector store and model gateway stay warm between calls) and return the answer followed by the rows it cites;
 `get_entity` and `neighbourhood` read the graph (browse.py). Their arguments are bounded as the HTTP API's
-are (bounds.py), and their work runs on a thread of its own (search_thread.py), as the HTTP server's does. A
+are (bounds.py), and their work runs on a thread of its own (work_thread.py), as the HTTP server's does. A
 failure (an unknown entity, a missing index, a model error) comes back as a tool error carrying its message; the
 server keeps running. Only the protocol goes to stdout: the SDK's stdio transport moves every other write on
 stdout to stderr while it serves, and a line it cannot read is answered with a JSON-RPC error (mcp_stdio.py).
@@ -32,7 +32,7 @@ from graphrag_lite.serve import browse
 from graphrag_lite.serve.bounds import CommunityLevel, Hops, Neighbours, Question, ResponseType
 from graphrag_lite.serve.holder import IndexHolder
 from graphrag_lite.serve.mcp_stdio import serve_stdio
-from graphrag_lite.serve.search_thread import SearchThread
+from graphrag_lite.serve.work_thread import WorkThread
 from graphrag_lite.version import __version__
 
 logger = logging.getLogger(__name__)
@@ -71,7 +71,7 @@ class ServedIndex:
     def __init__(self, args: tuple[Path, Path | None, list[str]]) -> None:
         self.args = args
         self.holder: IndexHolder | None = None
-        self.searches = SearchThread("graphrag-lite-mcp-search")
+        self.work = WorkThread("graphrag-lite-mcp-work")
 
     def load_now(self) -> None:
         try:
@@ -87,14 +87,14 @@ class ServedIndex:
         return self.holder.current.engine
 
     async def searched(self, search: Callable[[GraphRAG], Awaitable[SearchResult]]) -> str:
-        """The text of `search` of the current engine, searched and written on the search thread."""
+        """The text of `search` of the current engine, searched and written on the work thread."""
         engine = await self.engine()
-        return await self.searches.run(_text_of(search(engine)))
+        return await self.work.run(_text_of(search(engine)))
 
     async def looked_up(self, look_up: Callable[[IndexTables], str]) -> str:
-        """`look_up` of the current index, done on the search thread."""
+        """`look_up` of the current index, done on the work thread."""
         index = (await self.engine()).index
-        return await self.searches.call(lambda: look_up(index))
+        return await self.work.call(lambda: look_up(index))
 
 
 async def _text_of(search: Awaitable[SearchResult]) -> str:
@@ -102,14 +102,14 @@ async def _text_of(search: Awaitable[SearchResult]) -> str:
 
 
 def build_server(served: ServedIndex) -> MCPServer:
-    """An MCP server whose tools answer from the served index's current engine; its search thread stops when
+    """An MCP server whose tools answer from the served index's current engine; its work thread stops when
     the server does."""
     @contextlib.asynccontextmanager
     async def lifespan(_: MCPServer) -> AsyncIterator[None]:
         try:
             yield
         finally:
-            served.searches.close()
+            served.work.close()
 
     server: MCPServer = MCPServer("graphrag-lite", instructions=INSTRUCTIONS, version=__version__,
                                   log_level="WARNING", lifespan=lifespan)

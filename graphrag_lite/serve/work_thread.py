@@ -3,13 +3,15 @@ answers requests.
 
 A search ranks, packs and renders its context in Python (tens of milliseconds of CPU each); a look-up and
 the JSON of an answer take milliseconds more. Done on the server's event loop, the work of 50 clients queued
-every other request behind it, /health too (about 1 s under 50 clients). On this thread, the server's loop
-only reads requests and writes answers: CPU work waits here in turn, while model calls still overlap (they
-await on this thread's loop, which also keeps every loop-bound lock of the model gateway on one loop).
+every other request behind it, /health too (1 to 3 s under 50 clients). On such a thread, the server's loop
+only reads requests and writes answers: CPU work waits there in turn, while model calls still overlap (they
+await on that thread's loop, which also keeps the loop-bound locks of the model gateway on one loop). The
+HTTP server has two, searches on one and look-ups on the other, so that a look-up does not wait behind
+searches; the MCP server has one.
 
-The thread shares the GIL with the server's loop, but a thread waiting for the GIL gets it within the
-interpreter's switch interval (5 ms), so /health stays in milliseconds (bench/serve_under_load.py). Worker
-processes would each hold a copy of the index and would have to reload it on their own; one thread is enough.
+A thread shares the GIL with the server's loop, but a thread waiting for the GIL gets it within the
+interpreter's switch interval (5 ms): /health stays within tens of milliseconds (bench/serve_under_load.py).
+Worker processes would each hold a copy of the index and reload it on their own; threads meet the goal.
 
 A task started here runs in a copy of its caller's context (contextvars), as `asyncio.create_task` does: a
 request's usage scope (llm/ledger.py) follows its search. Cancelling the awaiting caller (a client that went
@@ -26,7 +28,7 @@ from typing import Any, TypeVar
 T = TypeVar("T")
 
 
-class SearchThread:
+class WorkThread:
     """One daemon thread running an event loop, started at its first use; `close` stops it."""
 
     def __init__(self, name: str = "graphrag-lite-search") -> None:
