@@ -15,13 +15,15 @@ from graphrag_lite.cli import app as cli_app
 from graphrag_lite.errors import ConfigError
 from graphrag_lite.fake.provider import STATS
 from graphrag_lite.query.retrieval import by_keywords
-from graphrag_lite.serve.app import MAX_BODY_BYTES, check_binding, create_app
+from graphrag_lite.serve.access import check_binding
+from graphrag_lite.serve.app import MAX_BODY_BYTES, create_app
 from graphrag_lite.serve.holder import IndexHolder
 from graphrag_lite.vector_store import connect
 from tests.conftest import DATA, make_project
 
 DOCUMENTS = sorted((DATA / "unrelated-documents").glob("*.txt"))
 LOCAL = "http://127.0.0.1"
+KEY = "s3cret-0123456789abcdef"  # 16 characters at least
 TOLD_ONLY_BY_THE_NEW_DOCUMENT = "Who opened the Sunset Cafe in Bronzeville with Isaiah Whitfield's money?"  # jazz.txt
 
 
@@ -177,16 +179,16 @@ def test_a_whitespace_question_and_a_title_with_a_slash(client):
 
 
 def test_an_api_key_is_checked_on_every_data_request(project):
-    with TestClient(create_app(IndexHolder(project, None, []), api_key="s3cret", watch=False)) as client:
+    with TestClient(create_app(IndexHolder(project, None, []), api_key=KEY, watch=False)) as client:
         assert client.get("/entities").status_code == 401
         wrong = client.get("/entities", headers={"X-API-Key": "nope"})
         assert wrong.status_code == 401 and "API key" in wrong.json()["detail"]
-        assert client.get("/entities", headers={"X-API-Key": "s3cret"}).status_code == 200
-        assert client.get("/entities", headers={"Authorization": "Bearer s3cret"}).status_code == 200
+        assert client.get("/entities", headers={"X-API-Key": KEY}).status_code == 200
+        assert client.get("/entities", headers={"Authorization": f"Bearer {KEY}"}).status_code == 200
         assert client.post("/query/basic", json={"question": "q"}).status_code == 401
         assert client.get("/health").status_code == 200  # no index data: load balancers need no key
         assert client.get("/openapi.json").status_code == 200  # the routes, no data: a browser can read the docs
-        assert client.get("/entities", headers={"Authorization": "bearer s3cret"}).status_code == 200
+        assert client.get("/entities", headers={"Authorization": f"bearer {KEY}"}).status_code == 200
 
 
 def test_binding_beyond_this_machine_needs_a_key():
@@ -194,7 +196,7 @@ def test_binding_beyond_this_machine_needs_a_key():
     check_binding("localhost", None)
     with pytest.raises(ConfigError, match="--api-key"):
         check_binding("0.0.0.0", None)
-    check_binding("0.0.0.0", "s3cret")
+    check_binding("0.0.0.0", KEY)
 
 
 def test_a_finished_index_run_is_swapped_in_whole(tmp_path):

@@ -22,11 +22,11 @@ from graphrag_lite.errors import ConfigError
 def serve(
     root: RootOption = Path("."), config: ConfigOption = None, set_: SetOption = None,
     host: Annotated[str, typer.Option("--host", help="address to bind; another than this machine's loopback "
-                                      "needs an API key")] = "127.0.0.1",
+                                      "(127.0.0.0/8, ::1, localhost) needs an API key")] = "127.0.0.1",
     port: Annotated[int, typer.Option("--port", min=1, max=65535, help="port to listen on")] = 8000,
     api_key: Annotated[str | None, typer.Option("--api-key", envvar="GRAPHRAG_LITE_API_KEY", show_envvar=True,
                                                 help="key every request must send (X-API-Key header or Bearer "
-                                                "token)")] = None,
+                                                "token); 16 characters at least")] = None,
     verbose: VerboseOption = False,
 ) -> None:
     """Serve the index over HTTP: queries, context, entities, communities and the graph explorer page at /,

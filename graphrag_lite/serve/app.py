@@ -5,17 +5,17 @@
     GET  /entities?q=  /entities/{id}  /communities/{id}  /graph/neighbourhood/{id}?hops=N
     GET  /health  /stats  /docs (OpenAPI)  /  (the graph explorer page)
 
-It binds to 127.0.0.1 by default; any other address needs an API key, sent with every request as an
-`X-API-Key` header or a Bearer token (the explorer page and /health carry no index data and need none).
-Bad requests get a 4xx with a message (`{"detail": ...}`), never a traceback.
+It binds to 127.0.0.1 by default; an address beyond this machine's loopback needs an API key (access.py), sent
+with every request as an `X-API-Key` header or a Bearer token (the explorer page and /health carry no index
+data and need none). Searches, and look-ups, with the JSON of their answers, run on two threads of their own
+(work_thread.py), so the event loop stays free to answer /health and to read other requests. Bad requests
+get a 4xx with a message (`{"detail": ...}`), never a traceback.
 """
 
 from __future__ import annotations
 
 import asyncio
 import contextlib
-import hmac
-import ipaddress
 import json
 import logging
 import socket
@@ -30,8 +30,7 @@ from fastapi import Body, FastAPI, HTTPException, Query, Request, Response
 from fastapi.exceptions import RequestValidationError
 from fastapi.responses import FileResponse, JSONResponse, StreamingResponse
 from fastapi.staticfiles import StaticFiles
-from pydantic import BaseModel, ConfigDict, Field, StrictBool, StringConstraints
-from starlette.middleware.trustedhost import TrustedHostMiddleware
+from pydantic import BaseModel, ConfigDict, Field, StrictBool
 from starlette.types import ASGIApp, Message, Receive, Scope, Send
 
 from graphrag_lite.context_tables import render
@@ -39,28 +38,27 @@ from graphrag_lite.errors import ConfigError, GraphragLiteError
 from graphrag_lite.llm.errors import LLMCallError
 from graphrag_lite.llm.ledger import request_scope
 from graphrag_lite.query import SearchMethod
-from graphrag_lite.query.engine import DEFAULT_RESPONSE_TYPE, GraphRAG
+from graphrag_lite.query.engine import DEFAULT_RESPONSE_TYPE, GraphRAG, SearchResult
+from graphrag_lite.query.index import IndexTables
 from graphrag_lite.serve import browse
+from graphrag_lite.serve.access import LoopbackHostsOnly, check_binding, checked_api_key, key_matches
+from graphrag_lite.serve.bounds import CommunityLevel, Hops, Matches, Neighbours, Question, ResponseType
 from graphrag_lite.serve.holder import TABLES, IndexHolder
+from graphrag_lite.serve.work_thread import WorkThread
 
 LOG = logging.getLogger("graphrag_lite.serve")
 STATIC = Path(__file__).with_name("static")
 MAX_BODY_BYTES = 64 * 1024
 # no index data: reachable without the key (the page asks for it; the API docs describe the routes only)
 PUBLIC = ("/", "/health", "/favicon.ico", "/docs", "/redoc", "/openapi.json", "/docs/oauth2-redirect")
-LOOPBACK_HOSTS = ["127.0.0.1", "localhost", "[::1]", "::1"]
 LATENCIES_KEPT = 1000  # per route, for /stats
-
-
-# a question of whitespace only is refused before it costs a model call
-Question = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000)]
 
 
 class QueryRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
-    question: Question = Field(description="the question")
-    response_type: str = Field(DEFAULT_RESPONSE_TYPE, max_length=200, description="length and format of the answer")
-    community_level: int | None = Field(None, ge=0, le=20, description="community level of the reports used")
+    question: Question
+    response_type: ResponseType = DEFAULT_RESPONSE_TYPE
+    community_level: CommunityLevel | None = None
     no_model: StrictBool = Field(False, description="call no model: the ranked evidence is the answer")
     stream: StrictBool = Field(False, description="the answer as server-sent events (`piece` events, then "
                                "`result`, or `error`)")
@@ -69,7 +67,7 @@ class QueryRequest(BaseModel):
 class ContextRequest(BaseModel):
     model_config = ConfigDict(extra="forbid")
     question: Question
-    community_level: int | None = Field(None, ge=0, le=20)
+    community_level: CommunityLevel | None = None
     no_model: StrictBool = Field(False, description="find entities and text units by keywords only (no embedding "
                                  "call)")
 
@@ -100,21 +98,29 @@ def _percentiles(values: deque[float]) -> dict[str, float]:
 
 
 def create_app(holder: IndexHolder, api_key: str | None = None, watch: bool = True) -> FastAPI:
-    """The app over `holder`'s index; `watch`: reload the index when an index run completes."""
+    """The app over `holder`'s index; `watch`: reload the index when an index run completes. A key given is
+    checked first (access.checked_api_key)."""
+    api_key = checked_api_key(api_key)
+    # look-ups take milliseconds: on a thread of their own, they do not wait behind 50 clients' searches
+    searches, look_ups = WorkThread("graphrag-lite-search"), WorkThread("graphrag-lite-look-up")
+
     @contextlib.asynccontextmanager
     async def lifespan(_: FastAPI) -> AsyncIterator[None]:
         task = asyncio.create_task(holder.watch()) if watch else None
         yield
         if task:
             task.cancel()
+        searches.close()
+        look_ups.close()
 
     app = FastAPI(title="graphrag-lite", lifespan=lifespan,
                   description="Queries, context and graph look-ups over one graphrag-lite index.")
     app.state.holder, app.state.stats = holder, QueryStats()
+    app.state.searches, app.state.look_ups = searches, look_ups
     _add_guards(app, api_key)
     app.add_middleware(BodyLimit)
-    if not api_key:  # a web page cannot reach a keyless server by a name it rebinds to 127.0.0.1
-        app.add_middleware(TrustedHostMiddleware, allowed_hosts=LOOPBACK_HOSTS)
+    if not api_key:
+        app.add_middleware(LoopbackHostsOnly)
     _add_error_handlers(app)
     _add_search_routes(app)
     _add_graph_routes(app)
@@ -141,7 +147,7 @@ def _add_guards(app: FastAPI, api_key: str | None) -> None:
 async def _guarded(request: Request, call_next: Callable[[Request], Awaitable[Response]],
                    api_key: str | None) -> Response:
     path = request.url.path
-    if api_key and not (path in PUBLIC or path.startswith("/static/")) and not _key_matches(request, api_key):
+    if api_key and not (path in PUBLIC or path.startswith("/static/")) and not key_matches(request.headers, api_key):
         return JSONResponse({"detail": "missing or wrong API key: send it as an X-API-Key header or "
                                        "'Authorization: Bearer <key>'"}, status_code=401)
     if int(request.headers.get("content-length") or 0) > MAX_BODY_BYTES:  # said beforehand: not read at all
@@ -186,14 +192,6 @@ class BodyLimit:
         await self.app(scope, replay, send)
 
 
-def _key_matches(request: Request, api_key: str) -> bool:
-    sent = request.headers.get("x-api-key")
-    if sent is None:
-        scheme, _, token = request.headers.get("authorization", "").partition(" ")
-        sent = token if scheme.lower() == "bearer" else ""
-    return hmac.compare_digest(sent.strip().encode(), api_key.encode())
-
-
 def _add_error_handlers(app: FastAPI) -> None:
     @app.exception_handler(browse.NotFound)
     async def not_found(_: Request, err: browse.NotFound) -> JSONResponse:
@@ -234,49 +232,69 @@ def _problem(error: Any) -> str:
 
 def _add_search_routes(app: FastAPI) -> None:
     @app.post("/query/{method}", summary="Answer a question (local, global or basic search)")
-    async def query(method: SearchMethod, body: Annotated[QueryRequest, Body()], request: Request) -> Any:
+    async def query(method: SearchMethod, body: Annotated[QueryRequest, Body()], request: Request) -> Response:
         engine = request.app.state.holder.current.engines[(method, body.no_model)]
+        searches: WorkThread = request.app.state.searches
         options: dict[str, Any] = {"response_type": body.response_type}
         if body.community_level is not None and method != "basic":
             options["community_level"] = body.community_level
         if body.stream:
-            return StreamingResponse(_events(engine, method, body.question, options), media_type="text/event-stream")
-        return JSONResponse((await engine.asearch(method, body.question, **options)).to_dict())
+            return StreamingResponse(_events(searches, engine, method, body.question, options),
+                                     media_type="text/event-stream")
+        return await searches.run(_as_json(engine.asearch(method, body.question, **options)))
 
     @app.post("/context/{method}", summary="The ranked context a search would send, with no model call")
     async def context(method: Literal["local", "basic"], body: Annotated[ContextRequest, Body()],
-                      request: Request) -> dict[str, Any]:
+                      request: Request) -> JSONResponse:
         engine = request.app.state.holder.current.engines[(method, body.no_model)]
-        if method == "basic":
-            tables = [await engine.abasic_context(body.question)]
-            budgets = {"Sources": engine.config.basic_search.max_context_tokens}
-        else:
-            local = await engine.alocal_context(body.question, 2 if body.community_level is None
-                                                else body.community_level)
-            tables, budgets = local.tables, local.budgets
-        return {"method": method, "question": body.question, "context_text": render(tables),
-                "context": {t.name: t.column_rows() for t in tables}, "budgets": budgets}
+        searches: WorkThread = request.app.state.searches
+        return await searches.run(_context(engine, method, body.question, body.community_level))
 
 
-async def _events(engine: GraphRAG, method: str, question: str, options: dict[str, Any]) -> AsyncIterator[str]:
+async def _as_json(search: Awaitable[SearchResult]) -> JSONResponse:
+    """The search's result as the response, rendered where the search ran (the search thread)."""
+    return JSONResponse((await search).to_dict())
+
+
+async def _context(engine: GraphRAG, method: str, question: str, community_level: int | None) -> JSONResponse:
+    if method == "basic":
+        tables = [await engine.abasic_context(question)]
+        budgets = {"Sources": engine.config.basic_search.max_context_tokens}
+    else:
+        local = await engine.alocal_context(question, 2 if community_level is None else community_level)
+        tables, budgets = local.tables, local.budgets
+    return JSONResponse({"method": method, "question": question, "context_text": render(tables),
+                         "context": {t.name: t.column_rows() for t in tables}, "budgets": budgets})
+
+
+async def _events(searches: WorkThread, engine: GraphRAG, method: str, question: str,
+                  options: dict[str, Any]) -> AsyncIterator[str]:
     """Server-sent events: `piece` events as the answer is written, then one `result` (the whole result) or
     one `error` event."""
+    loop = asyncio.get_running_loop()
     pieces: asyncio.Queue[str | None] = asyncio.Queue()
-    task = asyncio.create_task(engine.asearch(method, question, on_piece=pieces.put_nowait, **options))
-    task.add_done_callback(lambda _: pieces.put_nowait(None))
+
+    def on_piece(piece: str) -> None:  # called on the search thread: the queue is this loop's
+        loop.call_soon_threadsafe(pieces.put_nowait, piece)
+
+    search = engine.asearch(method, question, on_piece=on_piece, **options)
+    task = asyncio.ensure_future(searches.run(_result_event(search)))
+    task.add_done_callback(lambda _: pieces.put_nowait(None))  # after every piece: they were queued before
     try:
         while (piece := await pieces.get()) is not None:
             yield _event("piece", piece)
         try:
-            result = task.result()
+            yield task.result()
         except Exception as err:  # the stream has begun: the failure can only be told as an event
             if not isinstance(err, GraphragLiteError):
                 LOG.exception("streamed search failed")
             yield _event("error", {"detail": str(err)})
-            return
-        yield _event("result", result.to_dict())
     finally:
         task.cancel()  # a client that went away stops its search: no more model calls paid for it
+
+
+async def _result_event(search: Awaitable[SearchResult]) -> str:
+    return _event("result", (await search).to_dict())
 
 
 def _event(kind: str, data: Any) -> str:
@@ -284,27 +302,30 @@ def _event(kind: str, data: Any) -> str:
 
 
 def _add_graph_routes(app: FastAPI) -> None:
-    def index(request: Request) -> Any:
-        return request.app.state.holder.current.engine.index
-
     @app.get("/entities", summary="Entities whose name matches the text, best first")
     async def entities(request: Request, q: Annotated[str, Query(max_length=200)] = "",
-                       limit: Annotated[int, Query(ge=1, le=200)] = 20) -> dict[str, Any]:
-        return {"entities": browse.find_entities(index(request), q, limit)}
+                       limit: Matches = 20) -> JSONResponse:
+        return await _look_up(request, lambda index: {"entities": browse.find_entities(index, q, limit)})
 
     @app.get("/entities/{key:path}", summary="An entity (id, short id or title) with its relationships, claims, "
                                          "communities and text units")
-    async def entity(key: str, request: Request) -> dict[str, Any]:
-        return browse.entity_detail(index(request), key)
+    async def entity(key: str, request: Request) -> JSONResponse:
+        return await _look_up(request, lambda index: browse.entity_detail(index, key))
 
     @app.get("/communities/{community}", summary="A community's report, members and children")
-    async def community(community: int, request: Request) -> dict[str, Any]:
-        return browse.community_detail(index(request), community)
+    async def community(community: int, request: Request) -> JSONResponse:
+        return await _look_up(request, lambda index: browse.community_detail(index, community))
 
     @app.get("/graph/neighbourhood/{key:path}", summary="The entities within N hops of one, and their relationships")
-    async def neighbourhood(key: str, request: Request, hops: Annotated[int, Query(ge=1, le=3)] = 1,
-                            limit: Annotated[int, Query(ge=1, le=1000)] = 150) -> dict[str, Any]:
-        return browse.neighbourhood(index(request), key, hops, limit)
+    async def neighbourhood(key: str, request: Request, hops: Hops = 1, limit: Neighbours = 150) -> JSONResponse:
+        return await _look_up(request, lambda index: browse.neighbourhood(index, key, hops, limit))
+
+
+async def _look_up(request: Request, look_up: Callable[[IndexTables], Any]) -> JSONResponse:
+    """`look_up` of the current index, done and rendered on the look-up thread."""
+    index = request.app.state.holder.current.engine.index
+    look_ups: WorkThread = request.app.state.look_ups
+    return await look_ups.call(lambda: JSONResponse(look_up(index)))
 
 
 def _add_page_routes(app: FastAPI) -> None:
@@ -339,19 +360,6 @@ def _add_page_routes(app: FastAPI) -> None:
         return FileResponse(STATIC / "index.html")
 
 
-def check_binding(host: str, api_key: str | None) -> None:
-    """Only this machine may reach a server without a key."""
-    if api_key:
-        return
-    try:
-        loopback = ipaddress.ip_address(host).is_loopback
-    except ValueError:
-        loopback = host == "localhost"
-    if not loopback:
-        raise ConfigError(f"serving on {host} lets other machines read the index: set an API key with --api-key "
-                          "or GRAPHRAG_LITE_API_KEY (clients send it as X-API-Key), or bind to 127.0.0.1")
-
-
 def check_port(host: str, port: int) -> None:
     """Before the index is loaded: a port in use is a setting to change, said at once."""
     family = socket.AF_INET6 if ":" in host else socket.AF_INET
@@ -368,7 +376,7 @@ def run_server(root: Path, config: Path | None, overrides: list[str], host: str 
                api_key: str | None = None) -> None:
     import uvicorn
 
-    check_binding(host, api_key)
+    check_binding(host, api_key)  # and the key: both before the index loads
     check_port(host, port)
     started = time.perf_counter()
     holder = IndexHolder(root, config, overrides)

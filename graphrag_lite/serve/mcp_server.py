@@ -2,29 +2,37 @@
 
 Tools: `local_search`, `global_search` and `basic_search` answer through one engine opened at start (tables,
 vector store and model gateway stay warm between calls) and return the answer followed by the rows it cites;
-`get_entity` and `neighbourhood` read the graph (browse.py). A failure (an unknown entity, a missing index,
-a model error) comes back as a tool error carrying its message; the server keeps running. Only the protocol
-goes to stdout: the SDK's stdio transport moves every other write on stdout to stderr while it serves.
+`get_entity` and `neighbourhood` read the graph (browse.py). Their arguments are bounded as the HTTP API's
+are (bounds.py), and their work runs on a thread of its own (work_thread.py), as the HTTP server's does. A
+failure (an unknown entity, a missing index, a model error) comes back as a tool error carrying its message; the
+server keeps running. Only the protocol goes to stdout: the SDK's stdio transport moves every other write on
+stdout to stderr while it serves, and a line it cannot read is answered with a JSON-RPC error (mcp_stdio.py).
 """
 
 from __future__ import annotations
 
 import asyncio
+import contextlib
 import functools
 import logging
-from collections.abc import Awaitable, Callable
+from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any, ParamSpec
 
+import anyio
 from mcp.server.mcpserver import MCPServer
 from mcp.server.mcpserver.exceptions import ToolError
-from pydantic import Field, StringConstraints
+from pydantic import Field
 
 from graphrag_lite.errors import GraphragLiteError, MissingIndex
 from graphrag_lite.query.citations import KINDS
 from graphrag_lite.query.engine import DEFAULT_RESPONSE_TYPE, GraphRAG, SearchResult
+from graphrag_lite.query.index import IndexTables
 from graphrag_lite.serve import browse
+from graphrag_lite.serve.bounds import CommunityLevel, Hops, Neighbours, Question, ResponseType
 from graphrag_lite.serve.holder import IndexHolder
+from graphrag_lite.serve.mcp_stdio import serve_stdio
+from graphrag_lite.serve.work_thread import WorkThread
 from graphrag_lite.version import __version__
 
 logger = logging.getLogger(__name__)
@@ -33,16 +41,8 @@ P = ParamSpec("P")
 SHORT = 240  # characters of a cited row's text: enough to check a claim, short enough for a model's context
 LISTED = 25  # rows of one kind in an entity's description before "... and N more"
 
-Question = Annotated[str, StringConstraints(strip_whitespace=True, min_length=1, max_length=4000),
-                     Field(description="the question, in natural language")]
-ResponseType = Annotated[str, Field(description="the answer's form, e.g. 'Multiple Paragraphs', 'Single "
-                                    "Sentence', 'List of 3-7 Points'")]
-CommunityLevel = Annotated[int, Field(ge=0, description="community hierarchy level whose reports are used "
-                                      "(0 = the broadest; deeper levels are finer-grained)")]
 EntityKey = Annotated[str, Field(description="the entity's name (any case, e.g. 'Alex Mercer'), its id or its "
                                  "short id (the number a citation such as [Data: Entities (12)] gives)")]
-Hops = Annotated[int, Field(ge=1, le=browse.MAX_HOPS, description="how many relationships away to go (1-3)")]
-Limit = Annotated[int, Field(ge=1, le=500, description="most entities to list, nearest first")]
 
 INSTRUCTIONS = ("Tools over a GraphRAG knowledge-graph index of a document collection. local_search answers "
                 "questions about specific entities (people, organisations, places, events); global_search "
@@ -61,7 +61,7 @@ def run_stdio(root: Path, config: Path | None, overrides: list[str]) -> None:
     served = ServedIndex((root, config, overrides))
     server = build_server(served)
     served.load_now()  # tables, LanceDB and the model library loaded before the first call, not in it
-    server.run("stdio")
+    anyio.run(serve_stdio, server)
 
 
 class ServedIndex:
@@ -71,6 +71,7 @@ class ServedIndex:
     def __init__(self, args: tuple[Path, Path | None, list[str]]) -> None:
         self.args = args
         self.holder: IndexHolder | None = None
+        self.work = WorkThread("graphrag-lite-mcp-work")
 
     def load_now(self) -> None:
         try:
@@ -85,12 +86,33 @@ class ServedIndex:
             await self.holder.reload_if_changed()
         return self.holder.current.engine
 
+    async def searched(self, search: Callable[[GraphRAG], Awaitable[SearchResult]]) -> str:
+        """The text of `search` of the current engine, searched and written on the work thread."""
+        engine = await self.engine()
+        return await self.work.run(_text_of(search(engine)))
+
+    async def looked_up(self, look_up: Callable[[IndexTables], str]) -> str:
+        """`look_up` of the current index, done on the work thread."""
+        index = (await self.engine()).index
+        return await self.work.call(lambda: look_up(index))
+
+
+async def _text_of(search: Awaitable[SearchResult]) -> str:
+    return search_text(await search)
+
 
 def build_server(served: ServedIndex) -> MCPServer:
-    """An MCP server whose tools answer from the served index's current engine."""
-    engine = served.engine
+    """An MCP server whose tools answer from the served index's current engine; its work thread stops when
+    the server does."""
+    @contextlib.asynccontextmanager
+    async def lifespan(_: MCPServer) -> AsyncIterator[None]:
+        try:
+            yield
+        finally:
+            served.work.close()
+
     server: MCPServer = MCPServer("graphrag-lite", instructions=INSTRUCTIONS, version=__version__,
-                                  log_level="WARNING")
+                                  log_level="WARNING", lifespan=lifespan)
 
     @server.tool(structured_output=False)
     @_reported
@@ -98,8 +120,8 @@ def build_server(served: ServedIndex) -> MCPServer:
                            community_level: CommunityLevel = 2) -> str:
         """Answer a question about specific entities from the knowledge graph: the entities it names, their
         relationships, claims, community reports and source text. Returns the answer, then its sources."""
-        return search_text(await (await engine()).alocal_search(question, response_type=response_type,
-                                                                community_level=community_level))
+        return await served.searched(lambda engine: engine.alocal_search(
+            question, response_type=response_type, community_level=community_level))
 
     @server.tool(structured_output=False)
     @_reported
@@ -107,29 +129,30 @@ def build_server(served: ServedIndex) -> MCPServer:
                             community_level: CommunityLevel = 2) -> str:
         """Answer a question about the whole collection (main themes, overall summary) by map-reduce over
         the community reports of a level. Returns the answer, then the reports it cites."""
-        return search_text(await (await engine()).aglobal_search(question, response_type=response_type,
-                                                                 community_level=community_level))
+        return await served.searched(lambda engine: engine.aglobal_search(
+            question, response_type=response_type, community_level=community_level))
 
     @server.tool(structured_output=False)
     @_reported
     async def basic_search(question: Question, response_type: ResponseType = DEFAULT_RESPONSE_TYPE) -> str:
         """Answer a question from the text chunks most similar to it (plain retrieval, no graph). Returns
         the answer, then the chunks it cites."""
-        return search_text(await (await engine()).abasic_search(question, response_type=response_type))
+        return await served.searched(lambda engine: engine.abasic_search(question, response_type=response_type))
 
     @server.tool(structured_output=False)
     @_reported
     async def get_entity(entity: EntityKey) -> str:
         """An entity of the graph: its description, relationships (strongest first), claims, communities
         and the documents it comes from."""
-        return entity_text(browse.entity_detail((await engine()).index, entity))
+        return await served.looked_up(lambda index: entity_text(browse.entity_detail(index, entity)))
 
     @server.tool(structured_output=False)
     @_reported
-    async def neighbourhood(entity: EntityKey, hops: Hops = 1, limit: Limit = 50) -> str:
+    async def neighbourhood(entity: EntityKey, hops: Hops = 1, limit: Neighbours = 50) -> str:
         """The entities within `hops` relationships of an entity (nearest, then best connected, first)
         and the relationships between them."""
-        return neighbourhood_text(browse.neighbourhood((await engine()).index, entity, hops=hops, limit=limit), hops)
+        return await served.looked_up(lambda index: neighbourhood_text(
+            browse.neighbourhood(index, entity, hops=hops, limit=limit), hops))
 
     return server
 
