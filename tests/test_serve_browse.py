@@ -4,10 +4,12 @@ levels), and on a synthetic index of 10,000 entities for speed."""
 
 from __future__ import annotations
 
+import contextlib
 import json
 import random
-import time
+from collections.abc import Iterator
 from pathlib import Path
+from typing import Any
 
 import pandas as pd
 import pytest
@@ -222,18 +224,59 @@ def synthetic_index(root: Path, n: int = 10_000, edges: int = 30_000) -> IndexTa
     return IndexTables(load_config(root))
 
 
+@contextlib.contextmanager
+def no_table_reads(index: IndexTables) -> Iterator[None]:
+    """Every table of `index` replaced by one that lets a look-up take a row by its position and fails on any
+    other read (a column, a filter, a scan)."""
+    class RowsOnly:
+        def __init__(self, frame: pd.DataFrame) -> None:
+            self._frame = frame
+
+        @property
+        def iloc(self) -> Any:
+            frame = self._frame
+
+            class Position:
+                def __getitem__(self, position: Any) -> Any:
+                    assert isinstance(position, int), f"a look-up read rows {position!r} of a table"
+                    return frame.iloc[position]
+            return Position()
+
+        def __getattr__(self, name: str) -> Any:
+            raise AssertionError(f"a look-up read a table ({name})")
+
+        def __getitem__(self, key: Any) -> Any:
+            raise AssertionError(f"a look-up read a table ([{key!r}])")
+
+        def __len__(self) -> int:
+            raise AssertionError("a look-up read a table's length")
+
+    names = ("documents", "text_units", "entities", "relationships", "communities", "reports", "covariates",
+             "entities_by_id")
+    kept = {name: index.__dict__.pop(name) for name in names if name in index.__dict__}
+    index.__dict__.update({name: RowsOnly(kept[name]) if name in kept else RowsOnly(pd.DataFrame())
+                           for name in names})
+    try:
+        yield
+    finally:
+        for name in names:
+            index.__dict__.pop(name, None)
+        index.__dict__.update(kept)
+
+
 def test_look_ups_take_milliseconds_on_ten_thousand_entities(tmp_path):
     index = synthetic_index(tmp_path)
-    neighbourhood(index, "e0", hops=2)  # the first look-up builds what the others reuse
-    find_entities(index, "x")
+    title = index.entities["title"][5000].lower()
     looks = [lambda: find_entities(index, "entity 77"), lambda: find_entities(index, ""),
              lambda: neighbourhood(index, "e0", hops=3), lambda: neighbourhood(index, "e9999", hops=3),
-             lambda: entity_detail(index, "e0"), lambda: entity_detail(index, index.entities["title"][5000].lower())]
-    for look in looks:
-        start = time.perf_counter()
-        for _ in range(5):
+             lambda: entity_detail(index, "e0"), lambda: entity_detail(index, title)]
+    for look in looks:  # the first of each builds the look-ups it needs, once (a server builds all at load)
+        look()
+    # what keeps a look-up at milliseconds: it walks the prebuilt look-ups, never a table (a pass over 10,000
+    # rows of pandas per request is what took seconds); checked by counting, not timed (a busy machine)
+    with no_table_reads(index):
+        for look in looks:
             look()
-        assert (time.perf_counter() - start) / 5 < 0.1  # a shared, busy machine: generous, still not seconds
     hub = neighbourhood(index, "e0", hops=1)
     assert len(hub["nodes"]) == 150 and hub["nodes"][0]["hop"] == 0
     assert [n["degree"] for n in hub["nodes"][1:]] == sorted((n["degree"] for n in hub["nodes"][1:]), reverse=True)
