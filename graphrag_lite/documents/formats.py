@@ -36,6 +36,7 @@ HTML_BLOCKS = ["address", "article", "aside", "blockquote", "br", "dd", "div", "
 class InputProblem:
     source: str
     reason: str
+    limit: str | None = None  # the input setting a file went over (limits.py)
 
     def __str__(self) -> str:
         return f"{self.source}: {self.reason}"
