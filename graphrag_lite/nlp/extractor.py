@@ -72,14 +72,14 @@ def capitalised_mid_sentence(texts: Iterable[str]) -> set[str]:
     """Words the corpus capitalises in the middle of sentences at least as often as it writes them in lower
     case: words used as names, not ordinary words that headings, titles or a sentence start capitalise.
     Lower-cased."""
-    written: Counter[str] = Counter()  # each word as written, then each spelling judged once
+    written: Counter[str] = Counter()  # each word as written, but a sentence's first; each spelling judged once
     for text in texts:
-        for sentence in sentences(text):
-            written.update(sentence.split()[1:])
+        written.update(text.split())  # a text's words are its sentences' words (they split at spaces)
+        written.subtract(sentence.split(None, 1)[0] for sentence in sentences(text))
     capitalised: Counter[str] = Counter()
     lower: Counter[str] = Counter()
     for word, count in written.items():
-        if clean := _clean_word(word):
+        if count > 0 and (clean := _clean_word(word)):
             (capitalised if word[:1].isupper() else lower)[clean.lower()] += count
     return {word for word, count in capitalised.items() if count >= lower[word]}
 
