@@ -152,7 +152,7 @@ class InputConfig(Section):
                                          "rule leaves out (encoding, text_column, title_column, id_column, "
                                          "metadata) come from this section")
     max_file_mb: float = Field(100, gt=0, description="a larger file is skipped and named, unread: a run holds a "
-                               "document in memory several times over (a 200 MB file takes about 1.5 GB to index)")
+                               "document in memory several times over (docs/indexing.md has figures)")
     max_nesting_depth: int = Field(100, ge=1, le=500, description="a JSON or JSON Lines file nested deeper is skipped "
                                    "and named (Python's JSON reader recurses once a level; at most 500)")
     max_line_length: int = Field(1_000_000, ge=1, description="a text, Markdown, CSV or JSON Lines file with a longer "

@@ -11,10 +11,12 @@ its scripts, styles and tags; DOCX keeps paragraphs and table rows (cells joined
 `input.files` gives per-file rules: a file takes the first rule whose pattern matches its path, and the
 rule's keys (encoding, text_column, title_column, id_column, metadata) replace the section's for that file.
 
-Anything that cannot be used (unreadable, binary, undecodable, empty, a row without text, a duplicate) is
-reported with its file and reason and skipped; the run goes on. Every file that gives no document is named in
-the stage's summary and first in its problems, so the terminal never hides a dropped file. A document's id is
-a hash of its text (or the id column), so it is stable.
+Which files are read, and what is done with links and special files, is listing.py's. Anything that cannot be
+used (unreadable, binary, undecodable, empty, over a limit of the input section (limits.py), a row without
+text, a duplicate) is reported with its file and reason and skipped; the run goes on. Every file that gives no
+document is named in the stage's summary and first in its problems, then every link or special file not read,
+so the terminal never hides a dropped file. A document's id is a hash of its text (or the id column), so it is
+stable.
 """
 
 from __future__ import annotations
