@@ -151,6 +151,15 @@ class InputConfig(Section):
                                          "file_pattern takes the first rule whose pattern matches its path; keys a "
                                          "rule leaves out (encoding, text_column, title_column, id_column, "
                                          "metadata) come from this section")
+    max_file_mb: float = Field(100, gt=0, description="a larger file is skipped and named, unread: a run holds a "
+                               "document in memory several times over (docs/indexing.md has figures)")
+    max_nesting_depth: int = Field(100, ge=1, le=500, description="a JSON or JSON Lines file nested deeper is skipped "
+                                   "and named (Python's JSON reader recurses once a level; at most 500)")
+    max_line_length: int = Field(1_000_000, ge=1, description="a text, Markdown, CSV or JSON Lines file with a longer "
+                                 "line (in characters) is skipped and named: a line that long is data (base64, a "
+                                 "dump), not prose; JSON and HTML, often minified, are not checked")
+    follow_outside_links: bool = Field(False, description="read symbolic links that lead outside base_dir (files and "
+                                       "folders); links inside it are read, and links outside are skipped and named")
 
     _pattern_compiles = field_validator("file_pattern")(_a_regular_expression)
     _encoding_known = field_validator("encoding")(_a_known_encoding)

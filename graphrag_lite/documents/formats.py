@@ -26,16 +26,21 @@ BINARY_PROBE = 8192
 
 DOCUMENTS_EXTRA = "pip install 'graphrag-lite[documents]'"
 
+HTML_HIDDEN = {"script", "style", "noscript", "template"}
+
+_BLOCK_END = object()  # where a block element ends, in html_text's walk
+
 # elements that start a new line in a browser; inline ones (b, a, span) keep their text in the sentence
-HTML_BLOCKS = ["address", "article", "aside", "blockquote", "br", "dd", "div", "dl", "dt", "figcaption", "footer",
+HTML_BLOCKS = {"address", "article", "aside", "blockquote", "br", "dd", "div", "dl", "dt", "figcaption", "footer",
                "h1", "h2", "h3", "h4", "h5", "h6", "header", "hr", "li", "main", "nav", "ol", "p", "pre",
-               "section", "table", "td", "th", "title", "tr", "ul"]
+               "section", "table", "td", "th", "title", "tr", "ul"}
 
 
 @dataclass(frozen=True)
 class InputProblem:
     source: str
     reason: str
+    limit: str | None = None  # the input setting a file went over (limits.py)
 
     def __str__(self) -> str:
         return f"{self.source}: {self.reason}"
@@ -118,16 +123,25 @@ def docx_text(data: bytes) -> str:
 def html_text(html: str) -> str:
     """The visible text: no scripts, styles or tags; one line per paragraph, heading, list item or cell."""
     try:
-        from bs4 import BeautifulSoup
+        from bs4 import BeautifulSoup, CData, NavigableString, Tag
     except ImportError:
         raise _missing_library("beautifulsoup4", "HTML") from None
-    soup = BeautifulSoup(html, "html.parser")
-    for hidden in soup(["script", "style", "noscript", "template"]):
-        hidden.decompose()
-    for block in soup(HTML_BLOCKS):
-        block.insert_before("\n")
-        block.insert_after("\n")
-    lines = (" ".join(line.split()) for line in soup.get_text().splitlines())
+    # the page is walked once, with a stack, not recursion: a page nested 100,000 deep is read like another, and
+    # no element is moved or removed (bs4 finds an element among its siblings one by one: quadratic in a page)
+    parts: list[str] = []
+    pending: list[Any] = list(reversed(BeautifulSoup(html, "html.parser").contents))
+    while pending:
+        node = pending.pop()
+        if node is _BLOCK_END:
+            parts.append("\n")
+        elif isinstance(node, Tag) and node.name not in HTML_HIDDEN:
+            if node.name in HTML_BLOCKS:
+                parts.append("\n")
+                pending.append(_BLOCK_END)
+            pending.extend(reversed(node.contents))
+        elif type(node) in (NavigableString, CData):  # not comments, doctypes or processing instructions
+            parts.append(node)
+    lines = (" ".join(line.split()) for line in "".join(parts).splitlines())
     return "\n".join(line for line in lines if line)
 
 

@@ -11,10 +11,12 @@ its scripts, styles and tags; DOCX keeps paragraphs and table rows (cells joined
 `input.files` gives per-file rules: a file takes the first rule whose pattern matches its path, and the
 rule's keys (encoding, text_column, title_column, id_column, metadata) replace the section's for that file.
 
-Anything that cannot be used (unreadable, binary, undecodable, empty, a row without text, a duplicate) is
-reported with its file and reason and skipped; the run goes on. Every file that gives no document is named in
-the stage's summary and first in its problems, so the terminal never hides a dropped file. A document's id is
-a hash of its text (or the id column), so it is stable.
+Which files are read, and what is done with links and special files, is listing.py's. Anything that cannot be
+used (unreadable, binary, undecodable, empty, over a limit of the input section (limits.py), a row without
+text, a duplicate) is reported with its file and reason and skipped; the run goes on. Every file that gives no
+document is named in the stage's summary and first in its problems, then every link or special file not read,
+so the terminal never hides a dropped file. A document's id is a hash of its text (or the id column), so it is
+stable.
 """
 
 from __future__ import annotations
@@ -24,7 +26,7 @@ import hashlib
 import json
 import re
 from collections.abc import Callable, Iterable
-from dataclasses import dataclass
+from dataclasses import dataclass, field
 from datetime import UTC, datetime
 from pathlib import Path
 from typing import Any
@@ -45,6 +47,8 @@ from graphrag_lite.documents.formats import (
     parse_rows,
     read_parquet,
 )
+from graphrag_lite.documents.limits import OverLimit, check_size, check_text, too_large
+from graphrag_lite.documents.listing import walk_input
 from graphrag_lite.errors import InputError
 from graphrag_lite.tables import records
 
@@ -65,8 +69,14 @@ class LoadedInput:
     table: pd.DataFrame  # input_documents, numbered 0, 1, 2, ...
     files: list[Path]
     dropped: list[str]  # files that gave no document
-    problems: list[InputProblem]  # dropped files first
+    problems: list[InputProblem]  # dropped files first, then the entries not read
     unmatched: int  # files not matching input.file_pattern
+    not_read: list[InputProblem] = field(default_factory=list)  # links and special files (listing.py)
+
+    @property
+    def over_limits(self) -> int:
+        """Files skipped for being over a limit of the input section (limits.py)."""
+        return sum(p.limit is not None for p in self.problems)
 
 
 def read_documents(cfg: InputConfig, track: Callable[[list[Path]], Iterable[Path]],
@@ -75,7 +85,8 @@ def read_documents(cfg: InputConfig, track: Callable[[list[Path]], Iterable[Path
     Of two files with the same text, one titled as a `known` document (indexed before) is kept: a copy of
     an indexed file is the duplicate, not the original. `keep`: the documents are kept for a later read in
     this command (file_reads.py); without it, what earlier reads kept is let go once used."""
-    files, unmatched = list_input_files(cfg)
+    listing = walk_input(cfg)
+    files = listing.files
     raw: list[RawDocument] = []
     problems: list[InputProblem] = []
     origin: dict[str, str] = {}  # document source -> its file, to find the files that gave no document
@@ -90,41 +101,37 @@ def read_documents(cfg: InputConfig, track: Callable[[list[Path]], Iterable[Path
     table, duplicates = build_documents(raw)
     problems.extend(duplicates)
     if table.empty:
-        raise InputError(_nothing_usable(cfg, files, problems))
+        raise InputError(_nothing_usable(cfg, files, listing.not_read + problems))
     duplicated = {p.source for p in duplicates}
     kept = {origin[doc.source] for doc in raw if doc.source not in duplicated}
     dropped = [name for name in (f.relative_to(cfg.base_dir).as_posix() for f in files) if name not in kept]
-    return LoadedInput(table, files, dropped, dropped_files_first(dropped, problems), unmatched)
+    problems = dropped_files_first(dropped, problems)
+    problems[len(dropped):len(dropped)] = listing.not_read  # after the dropped files, before the rows
+    return LoadedInput(table, files, dropped, problems, listing.unmatched, listing.not_read)
 
 
 def input_digest(config: GraphRagConfig) -> str:
     """Digest of the names and contents of the input files, so an edited document re-runs the pipeline."""
     digest = hashlib.blake2b(digest_size=16)
-    files, _ = list_input_files(config.input)
-    for path in files:
+    listing = walk_input(config.input)
+    for path in listing.files:
         digest.update(path.relative_to(config.input.base_dir).as_posix().encode() + b"\0")
         try:
-            digest.update(file_digest(path))
+            status = path.stat()
+            # a file over the size limit is skipped unread: its size and time tell a change
+            digest.update(f"{status.st_size} {status.st_mtime_ns}".encode() if too_large(status.st_size, config.input)
+                          else file_digest(path))
         except OSError as err:
             digest.update(str(err).encode())
+    digest.update(str(listing.not_read).encode())  # a link or FIFO made a file is a change
     return digest.hexdigest()
 
 
 def list_input_files(cfg: InputConfig) -> tuple[list[Path], int]:
-    """Files under base_dir whose relative path matches file_pattern, sorted; and how many did not match."""
-    if not cfg.base_dir.is_dir():
-        raise InputError(f"input folder {cfg.base_dir} does not exist; put documents there or set input.base_dir")
-    pattern = re.compile(cfg.file_pattern)  # checked when the settings load
-    matched, unmatched = [], 0
-    for path in sorted(p for p in cfg.base_dir.rglob("*") if p.is_file()):
-        relative = path.relative_to(cfg.base_dir).as_posix()
-        if any(part.startswith(".") for part in Path(relative).parts):
-            continue  # hidden files and folders (.git, .DS_Store) are never documents
-        if pattern.search(relative):
-            matched.append(path)
-        else:
-            unmatched += 1
-    return matched, unmatched
+    """The files to read (listing.py says which, and what is done with links and special files), sorted; and
+    how many did not match file_pattern."""
+    listing = walk_input(cfg)
+    return listing.files, listing.unmatched
 
 
 def read_input_file(path: Path, cfg: InputConfig, keep: bool = False
@@ -139,12 +146,15 @@ def read_input_file(path: Path, cfg: InputConfig, keep: bool = False
                                  f"{', '.join(sorted(SUPPORTED_SUFFIXES))})")]
     settings = cfg.model_dump_json()  # what a file gives depends on its settings
     try:
+        check_size(path.stat().st_size, cfg)
         if (known := file_reads.parsed(path, settings)) is not None:
             return known
         data = file_bytes(path)
         created = datetime.fromtimestamp(path.stat().st_mtime, UTC).isoformat(timespec="seconds")
     except OSError as err:
         return [], [InputProblem(relative, f"cannot be read: {err.strerror or err}")]
+    except OverLimit as err:
+        return [], [InputProblem(relative, str(err), limit=err.setting)]
     found = _documents_in(data, suffix, relative, created, cfg)
     if keep:
         file_reads.keep_parsed(path, settings, found)
@@ -165,11 +175,14 @@ def _documents_in(data: bytes, suffix: str, relative: str, created: str, cfg: In
         text = decode(data, cfg.encoding)
         if not text.strip():
             return [], [InputProblem(relative, "empty file")]
+        check_text(text, suffix, cfg)
         if suffix in TEXT_SUFFIXES:
             return [RawDocument(source=relative, title=relative, text=text, creation_date=created)], []
         rows, problems = parse_rows(text, suffix, relative)
         documents, row_problems = rows_to_documents(rows, relative, created, cfg)
         return documents, problems + row_problems
+    except OverLimit as err:
+        return [], [InputProblem(relative, str(err), limit=err.setting)]
     except UnusableFile as err:
         return [], [InputProblem(relative, str(err))]
 
@@ -219,7 +232,7 @@ def build_documents(raw: list[RawDocument]) -> tuple[pd.DataFrame, list[InputPro
     rows: list[dict[str, Any]] = []
     problems: list[InputProblem] = []
     for doc in raw:
-        doc_id = doc.document_id or hashlib.sha256(doc.text.encode("utf-8")).hexdigest()
+        doc_id = doc.document_id or text_digest(doc.text)
         if doc_id in seen:
             problems.append(InputProblem(doc.source, f"duplicate of {seen[doc_id]} (same "
                                          f"{'id' if doc.document_id else 'text'}); skipped"))
@@ -236,6 +249,14 @@ def build_documents(raw: list[RawDocument]) -> tuple[pd.DataFrame, list[InputPro
         })
     columns = ["id", "human_readable_id", "title", "text", "creation_date", "raw_data", "metadata"]
     return pd.DataFrame(rows, columns=columns), problems
+
+
+def text_digest(text: str, piece: int = 2**20) -> str:
+    """The SHA-256 of the text's UTF-8, encoded a piece at a time: a large document is not copied whole."""
+    digest = hashlib.sha256()
+    for start in range(0, len(text), piece):
+        digest.update(text[start:start + piece].encode("utf-8"))
+    return digest.hexdigest()
 
 
 def row_metadata(row: dict[str, Any], metadata_columns: list[str] | None, text_column: str) -> dict[str, Any]:
@@ -268,6 +289,9 @@ def _to_json(value: dict[str, Any] | None) -> str | None:
 
 
 def _nothing_usable(cfg: InputConfig, files: list[Path], problems: list[InputProblem]) -> str:
+    if not files and problems:  # links and special files only
+        shown = "; ".join(str(p) for p in problems[:3])
+        return f"no usable documents in {cfg.base_dir}: {len(problems)} entries were not read ({shown})"
     if not files:
         return (f"no input files in {cfg.base_dir} match input.file_pattern '{cfg.file_pattern}'; "
                 "add documents there or change the pattern")

@@ -18,8 +18,10 @@ def run(ctx: StageContext) -> StageResult:
     text_units = chunk_documents(documents, cfg)
     previous = ctx.previous_numbers("base_text_units")
     text_units["human_readable_id"] = kept_numbers(text_units["id"], previous)
-    # in the order of their numbers, so a renamed or moved document leaves the table as it was
-    text_units = text_units.sort_values("human_readable_id", kind="stable").reset_index(drop=True)
+    # in the order of their numbers, so a renamed or moved document leaves the table as it was (a first run's
+    # are in order already: not copied)
+    if not text_units["human_readable_id"].is_monotonic_increasing:
+        text_units = text_units.sort_values("human_readable_id", kind="stable").reset_index(drop=True)
     new = int((~text_units["id"].isin(set(previous or {}))).sum())
     removed = len(set(previous or {}) - set(text_units["id"]))
     unit_ids = text_units.groupby("document_id", sort=False)["id"].agg(list)

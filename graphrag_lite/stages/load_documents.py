@@ -2,8 +2,10 @@
 what each kind of file gives and what is skipped, and why).
 
 Anything that cannot be used is reported with its file and reason and skipped; the run goes on. Every file
-that gives no document is named in the stage's summary and first in its problems, so the terminal never
-hides a dropped file. Documents keep their numbers across runs; the summary says what changed since the last.
+that gives no document (a file over a limit of the input section too, documents/limits.py) is named in the
+stage's summary and first in its problems, then every link or special file not read (documents/listing.py),
+so the terminal never hides a dropped file. Documents keep their numbers across runs; the summary says what
+changed since the last.
 """
 
 from __future__ import annotations
@@ -25,7 +27,10 @@ def run(ctx: StageContext) -> StageResult:
     summary = f"{len(files)} files -> {len(table)} documents"
     if dropped:
         summary += f"; {len(dropped)} files dropped: {', '.join(dropped)} (why below and in stats.json)"
-    if skipped := len(problems) - len(dropped):
+    if loaded.not_read:
+        summary += (f"; {len(loaded.not_read)} links or special files not read: "
+                    f"{', '.join(p.source for p in loaded.not_read)} (why below and in stats.json)")
+    if skipped := len(problems) - len(dropped) - len(loaded.not_read):
         summary += f"; {skipped} rows skipped (listed in stats.json)"
     if loaded.unmatched:
         summary += f"; {loaded.unmatched} files ignored (not matching input.file_pattern)"
@@ -38,6 +43,7 @@ def run(ctx: StageContext) -> StageResult:
     return StageResult(tables={"input_documents": table}, summary=summary,
                        problems=[str(p) for p in problems],
                        details={"files": len(files), "files_dropped": len(dropped),
+                                "files_over_limits": loaded.over_limits, "entries_not_read": len(loaded.not_read),
                                 "files_not_matching_pattern": loaded.unmatched, "documents_since_last_run": changes})
 
 
