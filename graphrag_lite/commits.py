@@ -43,6 +43,10 @@ def read_commit(output_dir: Path) -> Commit | None:
     built by an earlier version or by Microsoft GraphRAG). IndexDamaged when index.json is damaged."""
     path = output_dir / COMMIT_FILE
     if not path.is_file():
+        shown = output_dir / "entities.parquet"  # a copy of a committed version: only a commit makes one
+        if shown.is_file() and (output_dir / TABLES_DIR / f"entities.{file_digest(shown)}.parquet").is_file():
+            raise IndexDamaged(f"{path}: the index's commit record is missing, though {output_dir / TABLES_DIR} holds "
+                               "table versions", path)
         return None
     data = read_record(path)
     if not isinstance(data, dict) or data.pop("digest", None) != json_digest(data, 16) or data.pop("format") != FORMAT:
@@ -83,6 +87,16 @@ def show_to_other_readers(output_dir: Path, commit: Commit) -> None:
             _link(target, source)
         if not (target.is_file() and os.path.samefile(source, target)):
             _link(source, target)
+
+
+def shown_to_other_readers(output_dir: Path, commit: Commit) -> bool:
+    """Whether every `<name>.parquet` beside `tables/` is the committed version (a run stopped while it
+    replaced them leaves some stale, which the next run replaces)."""
+    for name, digest in commit.tables.items():
+        source, target = output_dir / TABLES_DIR / f"{name}.{digest}.parquet", output_dir / f"{name}.parquet"
+        if not (source.is_file() and target.is_file() and os.path.samefile(source, target)):
+            return False
+    return True
 
 
 def _link(source: Path, target: Path) -> None:

@@ -3,13 +3,13 @@
 checked against the digests of one of the two), or refuses with a message; the re-run then gives the tables
 of an uninterrupted update.
 
-Each command runs in a process forked from this one, which has already imported the package and LiteLLM: a
+Each command runs in a process forked from a fork server that has imported the package and LiteLLM once: a
 new interpreter would spend most of its time importing them, and be killed there more often than in its work.
-This process never opens LanceDB itself: its runtime's threads do not survive a fork."""
+Not forked from this process: a test process that has opened LanceDB (another test, on the same worker) has
+its runtime's threads, which do not survive a fork."""
 
 from __future__ import annotations
 
-import importlib
 import json
 import multiprocessing
 import os
@@ -31,9 +31,13 @@ QUESTION = ["query", "local", "Whom did Dr. Elena Vargas hire in Ollantaytambo?"
 DATED = ("creation_date", "inputs_digest")  # the copy's file dates; what a report was written from
 
 
+FORKS = multiprocessing.get_context("forkserver")
+FORKS.set_forkserver_preload(["litellm", "graphrag_lite.cli", "graphrag_lite.stages", "tests.test_crash_consistency"])
+
+
 def started(*args: str, out: Path | None = None) -> multiprocessing.process.BaseProcess:
-    """`graphrag-lite ARGS` in a forked process, started; its stdout goes to `out`."""
-    process = multiprocessing.get_context("fork").Process(target=_command, args=(args, out))
+    """`graphrag-lite ARGS` in a process forked by the fork server, started; its stdout goes to `out`."""
+    process = FORKS.Process(target=_command, args=(args, out))
     process.start()
     return process
 
@@ -76,7 +80,6 @@ def added(root: Path) -> Path:
 
 
 def test_kill_9_at_twenty_random_moments_of_an_update(tmp_path: Path):
-    importlib.import_module("litellm")  # once, here, for every fork
     base = make_project(tmp_path / "base", UNRELATED[:2])
     assert finished("index", "--root", str(base)) == 0
     before = committed(base)

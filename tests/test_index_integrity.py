@@ -291,3 +291,42 @@ def test_check_says_intact_and_reads_an_index_from_before_commits(project: Path)
     assert legacy.exit_code == 0 and json.loads(legacy.stdout)["commit"] is None
     assert answer(project)  # served as it is; the next run commits it
     assert run(project, "index").exit_code == 0 and commit(project)["number"] == 1
+
+
+# what a new user's trial found -------------------------------------------------------------------------------
+
+
+def test_an_interrupted_runs_lancedb_version_is_brought_up_to_date_not_rebuilt(project: Path):
+    """An interrupted run that wrote a LanceDB version: the re-run diffs it, and the committed version's files
+    stay for the readers of the commit meanwhile (a rebuild deleted them)."""
+    import lancedb
+
+    table = lancedb.connect(str(project / "output" / "lancedb")).open_table("entity_description")
+    rows = table.search().limit(1).to_arrow()
+    table.add(rows.set_column(0, "id", [["an-interrupted-run-s-row"]]))  # the new version an update left
+    pinned = commit(project)["lancedb"]["tables"]["entity_description"]
+    rerun = run(project, "index")
+    assert rerun.exit_code == 0 and "rebuilt" not in rerun.output, rerun.output
+    folder = _lance(project, "entity_description")
+    assert all((folder / f).is_file() for f in pinned["required"])
+    assert run(project, "check").exit_code == 0
+
+
+def test_a_run_killed_after_its_commit_is_not_resumed_and_its_stale_links_are_replaced(project: Path):
+    stats_path = project / "output" / "stats.json"
+    stats = json.loads(stats_path.read_text())
+    stats_path.write_text(json.dumps({**stats, "status": "running"}))  # killed after index.json, before this
+    (project / "output" / "text_units.parquet").unlink()
+    shutil.copy(version_file(project, "entities"), project / "output" / "text_units.parquet")  # stale, not linked
+    rerun = run(project, "update")
+    assert rerun.exit_code == 0 and "Resuming" not in rerun.output, rerun.output
+    assert (project / "output" / "text_units.parquet").samefile(version_file(project, "text_units"))
+    assert json.loads(run(project, *QUESTION).stdout)["index"]["pending_run"] is None
+
+
+def test_a_deleted_commit_record_is_damage_not_an_older_index(project: Path):
+    (project / "output" / "index.json").unlink()
+    refused = run(project, *QUESTION)
+    assert refused.exit_code == 6 and "index.json" in refused.output and "missing" in refused.output
+    assert run(project, "check").exit_code == 6
+    assert run(project, "index").exit_code == 0 and run(project, "check").exit_code == 0

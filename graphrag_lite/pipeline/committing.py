@@ -11,12 +11,20 @@ from typing import Any
 from rich.console import Console
 from rich.markup import escape
 
-from graphrag_lite.commits import Commit, clean_versions, next_commit, read_commit, show_to_other_readers, write_commit
+from graphrag_lite.commits import (
+    Commit,
+    clean_versions,
+    next_commit,
+    read_commit,
+    show_to_other_readers,
+    shown_to_other_readers,
+    write_commit,
+)
 from graphrag_lite.config import GraphRagConfig
 from graphrag_lite.errors import IndexDamaged
 from graphrag_lite.pipeline.definition import Pipeline
 from graphrag_lite.pipeline.display import LOG
-from graphrag_lite.pipeline.records import STATE_FILE, last_run, read_state
+from graphrag_lite.pipeline.records import STATE_FILE, last_run, read_state, unfinished
 from graphrag_lite.storage import OutputStore
 from graphrag_lite.vector_store import pin_tables, read_manifest
 
@@ -39,10 +47,16 @@ def readable_state(output_dir: Path, console: Console | None) -> dict[str, Any]:
 def readable_last_run(output_dir: Path, console: Console | None) -> dict[str, Any]:
     """stats.json; a damaged one is said and taken as empty (it only describes the last run)."""
     try:
-        return last_run(output_dir)
+        stats = last_run(output_dir)
     except IndexDamaged as err:
         _say(console, f"{err}; it is written anew by this run")
         return {}
+    commit = readable_commit(output_dir, None)
+    if unfinished(stats) and commit is not None and commit.run.get("started") == stats.get("started"):
+        # stopped after its commit, before its last record: the run is complete, nothing is left to resume
+        return {**stats, "status": "completed (stopped after its commit)", "built_with": {
+            key: commit.run.get(key) for key in ("pipeline", "pipeline_file")}}
+    return stats
 
 
 def readable_commit(output_dir: Path, console: Console | None) -> Commit | None:
@@ -70,7 +84,8 @@ def is_committed(pipeline: Pipeline, store: OutputStore) -> bool:
         commit = read_commit(store.base_dir)
     except IndexDamaged:
         return False
-    return commit is not None and commit.tables == pipeline_tables(pipeline, store)
+    return commit is not None and commit.tables == pipeline_tables(pipeline, store) and \
+        shown_to_other_readers(store.base_dir, commit)
 
 
 def pipeline_tables(pipeline: Pipeline, store: OutputStore) -> dict[str, str]:

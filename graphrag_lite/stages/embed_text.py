@@ -13,7 +13,6 @@ rebuilt and re-embedded: vectors of two models are never mixed in one index.
 from __future__ import annotations
 
 import asyncio
-import contextlib
 import hashlib
 import os
 import shutil
@@ -47,9 +46,9 @@ def run(ctx: StageContext) -> StageResult:
     cfg = ctx.config.embed_text
     model = ctx.config.models[cfg.model_id].model if cfg.model_id else None
     contents, vectorized, manifest, dimension = inputs(ctx)
-    drop_damaged(ctx)
+    damaged = set_damaged_aside(ctx)
     db, known = ctx.run(connected(ctx, contents, vectorized, dimension))
-    updates = plan(db, contents, dimension, vectorized, rebuild=dimension is None)
+    updates = plan(db, contents, dimension, vectorized, rebuild=dimension is None, damaged=damaged)
     vectors = embed_added(ctx, contents, updates, known, dimension, vectorized)
     fresh = next((len(v[0]) for v in vectors.values() if v), None)
     if fresh is not None and fresh != dimension and not all(updates[n].rebuilt for n in vectorized):
@@ -197,11 +196,11 @@ def from_output(config: GraphRagConfig) -> str | None:
 
 
 def plan(db: Any, contents: dict[str, tuple[list, list]], dimension: int | None, vectorized: list[str],
-         rebuild: bool) -> dict[str, TableUpdate]:
+         rebuild: bool, damaged: frozenset[str] = frozenset()) -> dict[str, TableUpdate]:
     """Each table's update; only the `vectorized` tables have vectors (a table that gains or loses them is
     recreated)."""
     return {name: plan_update(db, name, *contents[name], dimension if name in vectorized else None,
-                              rebuild=rebuild and name in vectorized) for name in TABLES}
+                              rebuild=(rebuild and name in vectorized) or name in damaged) for name in TABLES}
 
 
 def added_texts(contents: dict[str, tuple[list, list]], updates: dict[str, TableUpdate],
@@ -233,20 +232,18 @@ def describe(table: str, rows: int, update: TableUpdate, first: bool) -> str:
     return f"{table} ({rows}: {', '.join(changes) or 'unchanged'})"
 
 
-def drop_damaged(ctx: StageContext) -> dict[str, str]:
-    """Delete the LanceDB tables that are damaged (`damaged_tables`), said in the run's notes: they are then
-    rebuilt whole, their vectors from the answer cache. Returns them with what was wrong."""
+def set_damaged_aside(ctx: StageContext) -> frozenset[str]:
+    """The LanceDB tables that are damaged (`damaged_tables`), said in the run's notes; each is rebuilt whole as
+    a new version (its vectors from the answer cache), so the versions a commit pins stay for its readers. A
+    table too damaged to be opened is deleted first (its pinned version is then unreadable anyway)."""
     damaged = damaged_tables(ctx.config)
     uri = ctx.config.lancedb_uri
     for name, problem in damaged.items():
         ctx.notes.append(f"{problem}: the table is rebuilt (its vectors from the answer cache)")
         folder = Path(uri) / f"{name}.lance"
-        if "://" not in uri and folder.is_dir():  # a table too damaged to open cannot be dropped by LanceDB
+        if "://" not in uri and folder.is_dir() and _latest_version(connect(uri), name) is None:
             shutil.rmtree(folder)
-        else:
-            with contextlib.suppress(Exception):
-                connect(uri).drop_table(name)
-    return damaged
+    return frozenset(damaged)
 
 
 def damaged_tables(config: GraphRagConfig) -> dict[str, str]:
@@ -267,13 +264,15 @@ def damaged_tables(config: GraphRagConfig) -> dict[str, str]:
     except Exception as err:  # the database itself cannot be opened: every table is rebuilt
         return {name: f"LanceDB at {uri} cannot be opened ({type(err).__name__}: {err})" for name in TABLES}
     wanted = {}
-    for name, rows in manifest.get("tables", {}).items():
+    for name in manifest.get("tables", {}):
         if name not in present:
             continue  # missing: plan_update recreates it
         entry = pinned.get(name, {})
         latest = _latest_version(db, name)
+        # the pinned version is checked against the commit; a later one (an interrupted run's) only for being
+        # readable whole: its rows are that run's, which plan_update brings to what this run wants
         wanted[name] = entry if latest is not None and entry.get("version") == latest else {
-            "version": latest if latest is not None else -1, "rows": rows}
+            "version": latest if latest is not None else -1}
     return damage(uri, {"tables": wanted}, probe=True)
 
 
