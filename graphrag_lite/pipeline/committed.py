@@ -71,7 +71,7 @@ def pending_run(output_dir: Path, commit: Commit | None, root: Path) -> str | No
         return None
     return (f"the last index run (started {run['started']}) {_how_it_ended(run, output_dir)}: answering from {since}; "
             + ("it is committed when that run completes" if _running(run, output_dir)
-               else f"run `{index_command(root)}` to finish it"))
+               else f"run `{index_command(root)}` (or `update`) to finish it"))
 
 
 def _running(run: dict[str, Any], output_dir: Path) -> bool:
