@@ -330,3 +330,12 @@ def test_a_deleted_commit_record_is_damage_not_an_older_index(project: Path):
     assert refused.exit_code == 6 and "index.json" in refused.output and "missing" in refused.output
     assert run(project, "check").exit_code == 6
     assert run(project, "index").exit_code == 0 and run(project, "check").exit_code == 0
+
+
+def test_a_run_is_told_from_the_committed_one_by_its_id_not_its_start_to_the_second():
+    from graphrag_lite.pipeline.records import same_run
+
+    committed = {"started": "2026-11-29T06:00:00+00:00", "run_id": "a"}
+    assert not same_run(committed, {"started": "2026-11-29T06:00:00+00:00", "run_id": "b"})  # a fast index, then
+    assert same_run(committed, {"started": "2026-11-29T06:00:00+00:00", "run_id": "a"})  # its update, one second
+    assert same_run({"started": "x"}, {"started": "x"})  # records from before runs had ids

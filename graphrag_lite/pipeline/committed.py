@@ -9,7 +9,7 @@ from typing import Any
 
 from graphrag_lite.commits import Commit, read_commit
 from graphrag_lite.errors import IndexDamaged, MissingIndex, index_command
-from graphrag_lite.pipeline.records import STATS_FILE, last_run, unfinished
+from graphrag_lite.pipeline.records import STATS_FILE, last_run, same_run, unfinished
 from graphrag_lite.storage import OutputLock, OutputStore, read_record
 from graphrag_lite.vector_store import MANIFEST
 
@@ -62,7 +62,7 @@ def pending_run(output_dir: Path, commit: Commit | None, root: Path) -> str | No
     """A sentence on the last run when its tables are not the committed ones (running, or stopped); None when
     they are."""
     run = _last_run(output_dir)
-    if not run.get("started") or (commit is not None and commit.run.get("started") == run["started"]):
+    if not run.get("started") or (commit is not None and same_run(commit.run, run)):
         return None
     if commit is None and not unfinished(run):
         return None  # an index from before versioned commits, whose last run completed

@@ -24,7 +24,7 @@ from graphrag_lite.config import GraphRagConfig
 from graphrag_lite.errors import IndexDamaged
 from graphrag_lite.pipeline.definition import Pipeline
 from graphrag_lite.pipeline.display import LOG
-from graphrag_lite.pipeline.records import STATE_FILE, last_run, read_state, unfinished
+from graphrag_lite.pipeline.records import STATE_FILE, last_run, read_state, same_run, unfinished
 from graphrag_lite.storage import OutputStore
 from graphrag_lite.vector_store import pin_tables, read_manifest
 
@@ -52,7 +52,7 @@ def readable_last_run(output_dir: Path, console: Console | None) -> dict[str, An
         _say(console, f"{err}; it is written anew by this run")
         return {}
     commit = readable_commit(output_dir, None)
-    if unfinished(stats) and commit is not None and commit.run.get("started") == stats.get("started"):
+    if unfinished(stats) and commit is not None and same_run(commit.run, stats):
         # stopped after its commit, before its last record: the run is complete, nothing is left to resume
         return {**stats, "status": "completed (stopped after its commit)", "built_with": {
             key: commit.run.get(key) for key in ("pipeline", "pipeline_file")}}
@@ -101,7 +101,7 @@ def commit_run(config: GraphRagConfig, pipeline: Pipeline, store: OutputStore, s
     tables = OutputStore(output, pipeline_tables(pipeline, store))
     embedded = any(stage.name == "embed_text" for stage in pipeline.stages)
     vectors = (read_manifest(output), pin_tables(config.lancedb_uri)) if embedded else (None, None)
-    run = {key: stats.get(key) for key in ("pipeline", "pipeline_file", "started")}
+    run = {key: stats.get(key) for key in ("pipeline", "pipeline_file", "started", "run_id")}
     commit = next_commit(readable_commit(output, None), tables, {**run, "status": "completed"},
                          config.output.keep_versions, vectors)
     write_commit(output, commit)

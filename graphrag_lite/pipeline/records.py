@@ -29,6 +29,14 @@ def last_run(output_dir: Path) -> dict[str, Any]:
     return read_record(path) if path.is_file() else {}
 
 
+def same_run(committed: dict[str, Any], stats: dict[str, Any]) -> bool:
+    """Whether a commit's run record and stats.json describe one run (its id; its start, to the second, for
+    records written before runs had ids)."""
+    if committed.get("run_id") or stats.get("run_id"):
+        return committed.get("run_id") == stats.get("run_id")
+    return bool(stats.get("started")) and committed.get("started") == stats.get("started")
+
+
 def unfinished(stats: dict[str, Any]) -> bool:
     """Whether the run these stats describe ended before its last stage (interrupted, stopped, failed)."""
     return "status" in stats and not str(stats["status"]).startswith("completed")

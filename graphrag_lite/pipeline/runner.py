@@ -10,6 +10,7 @@ import functools
 import gc
 import resource
 import time
+import uuid
 from collections import Counter
 from collections.abc import Iterator
 from dataclasses import dataclass, field, replace
@@ -181,7 +182,8 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
 def _started(pipeline: Pipeline, earlier: dict[str, Any]) -> dict[str, Any]:
     """stats.json as a run starts; until it finishes, the index is what the `earlier` finished run built."""
     return {"pipeline": pipeline.name, "pipeline_file": pipeline.source, "version": __version__, "status": "running",
-            "started": now(), "stages": {}, **({"built_with": built_with(earlier)} if earlier else {})}
+            "started": now(), "run_id": uuid.uuid4().hex, "stages": {},
+            **({"built_with": built_with(earlier)} if earlier else {})}
 
 
 def _summary(stats: dict[str, Any], output_dir: Path, incomplete: list[str]) -> RunSummary:
