@@ -29,7 +29,7 @@ import sys
 import tempfile
 import time
 import zipfile
-from collections.abc import Iterator
+from collections.abc import Iterator, Sequence
 from pathlib import Path
 
 import httpx
@@ -71,12 +71,14 @@ def free_port() -> int:
 
 
 @contextlib.contextmanager
-def server(root: Path) -> Iterator[str]:
-    """`graphrag-lite serve` on a free port until the block ends; its base URL."""
+def server(root: Path, settings: Sequence[str] = ()) -> Iterator[str]:
+    """`graphrag-lite serve` on a free port, with `--set` for each of `settings`, until the block ends; its
+    base URL."""
     port = free_port()
     started = time.perf_counter()
+    sets = [part for setting in settings for part in ("--set", setting)]
     process = subprocess.Popen([sys.executable, "-m", "graphrag_lite", "serve", "--root", str(root), "--port",
-                                str(port)], stderr=subprocess.PIPE, text=True)
+                                str(port), *sets], stderr=subprocess.PIPE, text=True)
     base = f"http://127.0.0.1:{port}"
     try:
         while True:

@@ -18,21 +18,19 @@ from __future__ import annotations
 
 import argparse
 import asyncio
-import contextlib
 import multiprocessing
 import random
 import shutil
-import socket
 import subprocess
 import sys
 import tempfile
 import time
 from collections import defaultdict
-from collections.abc import Iterator
 from multiprocessing.synchronize import Event as EventType
 from pathlib import Path
 
 import httpx
+from serve_latency import server  # the server's start and end, shared by the serving benchmarks
 
 REPO = Path(__file__).resolve().parents[1]
 NO_CHAT_MODEL = ["local_search.chat_model_id=null", "global_search.chat_model_id=null",
@@ -59,35 +57,6 @@ def build_index(root: Path) -> None:
     subprocess.run([sys.executable, "-m", "graphrag_lite", "index", "--root", str(root), "--method", "fast",
                     "--quiet"], check=True)
     print(f"indexed the sample with --method fast in {time.perf_counter() - started:.0f} s in {root}")
-
-
-def free_port() -> int:
-    with socket.socket() as probe:
-        probe.bind(("127.0.0.1", 0))
-        return int(probe.getsockname()[1])
-
-
-@contextlib.contextmanager
-def server(root: Path) -> Iterator[str]:
-    """`graphrag-lite serve` with no chat model, on a free port, until the block ends; its base URL."""
-    port = free_port()
-    sets = [part for setting in NO_CHAT_MODEL for part in ("--set", setting)]
-    process = subprocess.Popen([sys.executable, "-m", "graphrag_lite", "serve", "--root", str(root), "--port",
-                                str(port), *sets], stderr=subprocess.PIPE, text=True)
-    base = f"http://127.0.0.1:{port}"
-    try:
-        while True:
-            try:
-                if httpx.get(f"{base}/health", timeout=1).status_code == 200:
-                    break
-            except httpx.HTTPError:
-                if process.poll() is not None:
-                    raise SystemExit(f"serve exited: {process.stderr.read() if process.stderr else ''}") from None
-                time.sleep(0.2)
-        yield base
-    finally:
-        process.terminate()
-        process.wait()
 
 
 def load(base: str, clients: int, seconds: float, titles: list[str], started: EventType,
@@ -165,7 +134,7 @@ def main() -> None:
     with tempfile.TemporaryDirectory(prefix="serve-under-load-") as scratch:
         root = args.root or Path(scratch)
         build_index(root)
-        with server(root) as base:
+        with server(root, NO_CHAT_MODEL) as base:
             idle = probe(base, time.perf_counter() + 2)
             print(f"idle: GET /health p50 / p95 {percentiles(idle).split()[0]} / {percentiles(idle).split()[1]} ms")
             titles = [e["title"] for e in httpx.get(f"{base}/entities", params={"limit": 200}).json()["entities"]]
