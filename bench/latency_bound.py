@@ -8,7 +8,8 @@ The documents are, with `--corpus hotpotqa` (default), the first Wikipedia parag
 `--corpus podcasts`, the first transcript parts of the GraphRAG paper's podcast corpus, two consecutive parts
 of an episode per file (150: about 130k words in 274 text units of up to 1,200 tokens, the shape of issue
 16's corpus). `--server` runs the fake provider in its own process behind an OpenAI-compatible HTTP server
-(bench/fake_server.py, the same answers), as issue 16 measured, so the fake's own work is not charged to the
+(graphrag_lite.fake.http_server, the same answers; streamed as the
+settings say), as issue 16 measured, so the fake's own work is not charged to the
 indexing process. `--set` changes a setting (e.g. `--set extract_graph.gleaning=history`); `--compare` indexes once per
 variant (the settings before issue 16, the defaults, each option) and prints a line each.
 The standard pipeline indexes them from scratch (no answer cache) through the fake provider answering every
@@ -92,11 +93,11 @@ def write_podcasts(folder: Path, count: int) -> None:
 def settings(args: argparse.Namespace, changes: list[str]) -> str:
     """The benchmark's settings with `changes` (section.key=value) applied."""
     values = yaml.safe_load(SETTINGS.format(latency=args.latency, concurrency=args.concurrency))
-    if getattr(args, "server", 0):  # the same fake answers, from another process over HTTP (bench/fake_server.py)
+    if getattr(args, "server", 0):  # the same fake answers, from another process over HTTP (graphrag_lite.fake.http_server)
         for model_id, name in (("default_chat_model", "openai/fake"), ("default_embedding_model",
                                                                        "openai/fake-embedding")):
             values["models"][model_id].update(model=name, api_base=f"http://127.0.0.1:{args.server}/v1",
-                                              api_key="sk-fake", stream=False)
+                                              api_key="sk-fake")
         values["extract_graph"]["format"] = "tuples"  # as fake/default answers (LiteLLM offers JSON for openai/)
     for change in changes:
         key, _, raw = change.partition("=")
@@ -160,7 +161,7 @@ def main() -> None:
     parser.add_argument("--compare", action="store_true", help="index once per variant (VARIANTS) and print "
                         "one line each, with calls and prompt tokens relative to the first")
     parser.add_argument("--server", action="store_const", const=SERVER_PORT, default=0,
-                        help="the fake provider in its own process behind HTTP (bench/fake_server.py), like "
+                        help="the fake provider in its own process behind HTTP (graphrag_lite.fake.http_server), like "
                         "the OpenAI-compatible server of issue 16, instead of inside the indexing process")
     args = parser.parse_args()
     args.documents = args.documents or (150 if args.corpus == "podcasts" else 100)
@@ -187,12 +188,12 @@ def run(args: argparse.Namespace) -> None:
 
 @contextlib.contextmanager
 def fake_server(args: argparse.Namespace) -> Iterator[None]:
-    """With --server, bench/fake_server.py running on SERVER_PORT until the benchmark ends."""
+    """With --server, the fake model's HTTP server running on SERVER_PORT until the benchmark ends."""
     if not args.server:
         yield
         return
-    server = subprocess.Popen([sys.executable, str(Path(__file__).with_name("fake_server.py")), "--port",
-                               str(args.server), "--latency", str(args.latency)])
+    server = subprocess.Popen([sys.executable, "-m", "graphrag_lite.fake.http_server", "--port", str(args.server),
+                               "--latency", str(args.latency)])
     try:
         deadline = time.monotonic() + 60
         while True:
@@ -201,7 +202,7 @@ def fake_server(args: argparse.Namespace) -> Iterator[None]:
                 break
             except OSError:
                 if server.poll() is not None or time.monotonic() > deadline:
-                    raise SystemExit("bench/fake_server.py did not start") from None
+                    raise SystemExit("graphrag_lite.fake.http_server did not start") from None
                 time.sleep(0.2)
         yield
     finally:

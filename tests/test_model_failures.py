@@ -476,18 +476,6 @@ def test_a_stream_that_falls_silent_is_abandoned_and_retried(tmp_path):
     assert result.text and g.ledger.totals()["retries"] == 1 and time.monotonic() - started < 2
 
 
-def test_local_servers_are_streamed_and_hosted_apis_are_not():
-    from graphrag_lite.llm.gateway import Gateway
-
-    def streams(**args):
-        return Gateway._streams(ModelConfig(**args))
-
-    assert streams(model="openai/qwen", api_base="http://127.0.0.1:8090/v1")
-    assert streams(model="ollama/llama3") and streams(model="openai/x", api_base="http://192.168.1.5:8000/v1")
-    assert not streams(model="openai/gpt-4o-mini") and not streams(model="azure/x", api_base="https://a.openai.azure.com")
-    assert streams(model="openai/gpt-4o-mini", stream=True)
-
-
 def test_format_auto_uses_json_for_models_with_structured_output(tmp_path):
     plain = make_project(tmp_path / "plain", [DULCE])
     assert index(plain).exit_code == 0 and "format: tuples" in index(plain, "--force").output

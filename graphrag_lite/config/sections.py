@@ -80,6 +80,11 @@ class ModelConfig(Section):
     stream: Literal["auto"] | bool = Field("auto", description="stream answers and time out on silence instead of "
                                            "on total time; auto: for local servers (Ollama, llama.cpp, vLLM, "
                                            "api_base on this machine or the local network)")
+    client: Literal["auto", "litellm", "openai"] = Field(
+        "auto", description="how calls reach the model: openai: straight to an OpenAI-compatible server's "
+        "/chat/completions and /embeddings over HTTP (a few hundred microseconds of CPU a call); litellm: through "
+        "LiteLLM (any provider, tens of milliseconds a call); auto: openai for an openai/, hosted_vllm/, "
+        "lm_studio/ or llamafile/ model with an api_base, litellm otherwise")
     max_parse_retries: int = Field(2, ge=0, description="follow-ups asking the model to correct an answer "
                                    "that could not be parsed")
 

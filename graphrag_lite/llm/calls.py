@@ -51,6 +51,7 @@ class Answer:
     retries: int
     finish_reason: str | None = None
     provider_cached_tokens: int = 0  # prompt tokens the provider served from its prompt cache (cheaper)
+    first_piece_s: float | None = None  # a streamed answer: seconds from sending to its first piece
 
     def plus(self, other: Answer) -> Answer:
         """Totals over the attempts of one call; the text is the latest answer's."""

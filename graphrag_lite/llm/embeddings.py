@@ -13,6 +13,7 @@ from graphrag_lite.llm.cache import AnswerCache
 from graphrag_lite.llm.calls import CALL_STEP, Answer, call_key, gather_all
 from graphrag_lite.llm.errors import LLMCallError
 from graphrag_lite.llm.failures import refuses_size
+from graphrag_lite.llm.openai_http import EmbeddingReply, speaks_openai
 from graphrag_lite.llm.providers import connection
 from graphrag_lite.llm.transport import LOG, BatchTooLarge, Transport
 from graphrag_lite.tokens import count_tokens
@@ -83,7 +84,7 @@ class Embedder:
                 return
             items = [texts[missing[i]] for i in batch]
             try:
-                response = await self._embedding_call(model_id, model, items, args, stage, estimate)
+                returned = await self._embedding_call(model_id, model, items, args, stage, estimate)
             except BatchTooLarge:
                 self._caps[model_id] = min(self._caps.get(model_id, len(batch)), len(batch) // 2)
                 LOG.info("%s: model %s refused %d texts in one call; sending at most %d", stage, model_id,
@@ -91,8 +92,8 @@ class Embedder:
                 await run(batch, 0)
                 return
             answered = []
-            for position, item in zip(batch, response.data, strict=True):
-                vector = list(item["embedding"] if isinstance(item, dict) else item.embedding)
+            for position, item in zip(batch, returned, strict=True):
+                vector = list(item)
                 vectors[missing[position]] = vector
                 dimensions.add(len(vector))
                 answered.append((keys[missing[position]], vector))
@@ -107,14 +108,16 @@ class Embedder:
         return self.returned_dimension[model_id]
 
     async def _embedding_call(self, model_id: str, model: ModelConfig, items: list[str], args: dict[str, Any],
-                              stage: str, estimate: int) -> Any:
-        """The response of one embedding call, recorded; raises BatchTooLarge when the provider refuses this
+                              stage: str, estimate: int) -> list[Any]:
+        """The vectors of one embedding call, recorded; raises BatchTooLarge when the provider refuses this
         many texts or tokens in one call (providers' limits differ: 2,048 texts and 300k tokens at OpenAI, 96
         texts at Cohere, 32 by default for a text-embeddings-inference server), so the caller can split."""
         started = time.perf_counter()
 
         async def call() -> Any:
             try:
+                if speaks_openai(model):
+                    return await self._transport.http.embed(model, items, args)
                 return await self._transport.litellm.aembedding(model=model.model, input=items, **connection(model),
                                                                 **args)
             except Exception as err:
@@ -126,18 +129,23 @@ class Embedder:
             return estimate or sum(count_tokens(t) for t in items)
 
         try:
-            response, retries = await self._transport.send(model_id, model, counted, call, stage, False, 0)
+            response, retries = await self._transport.send(model_id, model, counted, call, stage, times_itself=False,
+                                                           completion=0)
         except BatchTooLarge:
             self._transport.record_failed_attempt(stage, model_id, model, 0, billed=False)
             raise
         except LLMCallError:
             self._transport.record(stage, model_id, "embedding", Answer("", 0, 0, None, 0), started, 0, ok=False)
             raise
-        usage = getattr(response, "usage", None)
-        tokens = int(getattr(usage, "prompt_tokens", 0) or counted())
-        cost = self._transport.cost(response)
+        if isinstance(response, EmbeddingReply):
+            tokens = response.prompt_tokens or counted()
+            cost, vectors = self._transport.price(model, tokens, 0), response.vectors
+        else:  # LiteLLM's
+            tokens = int(getattr(getattr(response, "usage", None), "prompt_tokens", 0) or counted())
+            cost = self._transport.cost(response)
+            vectors = [item["embedding"] if isinstance(item, dict) else item.embedding for item in response.data]
         self._transport.record(stage, model_id, "embedding", Answer("", tokens, 0, cost, retries), started, 0, ok=True)
-        return response
+        return vectors
 
 
 def embedding_batches(texts: list[str], size: int, max_tokens: int) -> list[tuple[list[int], int]]:

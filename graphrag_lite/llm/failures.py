@@ -101,7 +101,8 @@ def is_connection_failure(err: BaseException) -> bool:
 
 def retry_after(err: Exception) -> float | None:
     response = getattr(err, "response", None)
-    headers = getattr(response, "headers", None) or getattr(err, "litellm_response_headers", None)
+    headers = getattr(response, "headers", None) or getattr(err, "litellm_response_headers", None) or \
+        getattr(err, "headers", None)
     if not headers:
         return None
     value = headers.get("retry-after") or headers.get("Retry-After")

@@ -43,18 +43,22 @@ from graphrag_lite.llm.errors import LLMCallError
 from graphrag_lite.llm.failures import describe
 from graphrag_lite.llm.ledger import Ledger
 from graphrag_lite.llm.limits import ModelLimiter
+from graphrag_lite.llm.openai_http import ChatReply, speaks_openai
 from graphrag_lite.llm.providers import (
     ANTHROPIC_CACHE_POINTS,
     connection,
-    is_local_model,
-    load_litellm,
     marks_prompt_cache,
     supported_params,
 )
+from graphrag_lite.llm.streaming import StreamChoice
 from graphrag_lite.llm.transport import Transport
 from graphrag_lite.tokens import count_tokens
 
 T = TypeVar("T")
+
+# what an OpenAI-compatible server takes (as LiteLLM answers for openai/ model strings)
+OPENAI_PARAMS = frozenset({"temperature", "top_p", "max_tokens", "max_completion_tokens", "stop", "seed",
+                           "presence_penalty", "frequency_penalty", "response_format", "stream", "n", "logprobs"})
 
 
 class Gateway:
@@ -65,11 +69,11 @@ class Gateway:
         self.models = config.models
         self.cache = AnswerCache(config.cache.base_dir) if use_cache and config.cache.enabled else None
         self.ledger = Ledger(config.budget.max_cost_usd, config.budget.max_tokens, prior_spend)
-        self._litellm = load_litellm(self.models.values())
-        self._transport = Transport(self.models, self.ledger, self._litellm, config.root_dir)
+        self._transport = Transport(self.models, self.ledger, config.root_dir)
         self._embedder = Embedder(self._transport, self.cache)
+        self._streaming = StreamChoice()
         self._supported: dict[str, set[str]] = {}  # OpenAI parameters each model string takes
-        self.batcher = Batcher(config, self.ledger, self._litellm) if batch else None
+        self.batcher = Batcher(config, self.ledger, self._transport.litellm) if batch else None
 
     # ------------------------------------------------------------ chat
 
@@ -159,45 +163,78 @@ class Gateway:
             if batched is not None:
                 return batched
         estimate = prompt_estimate(messages)
-        streamed = self._streams(model)
         sent_args = {**args, **self._cache_marker(model)} if resent_prefix else args  # not part of the cache key
 
         async def call() -> Answer:
-            if streamed:
-                return await self._read_stream(model, messages, sent_args, estimate)
-            response = await self._litellm.acompletion(model=model.model, messages=messages,
-                                                       **connection(model), **sent_args)
-            usage = getattr(response, "usage", None)
-            choice = response.choices[0]
-            return Answer(choice.message.content or "", int(getattr(usage, "prompt_tokens", 0) or estimate()),
-                           int(getattr(usage, "completion_tokens", 0) or 0), self._transport.cost(response), 0,
-                           getattr(choice, "finish_reason", None), provider_cached_tokens(usage))
+            streamed = self._streaming.streams(model_id, model, sent_args.get("max_tokens"))
+            sent = time.monotonic()
+            asked = self._ask(model, messages, sent_args, estimate, streamed)
+            try:  # a stream times out on silence (inside), a plain call on its total time
+                answer = await (asked if streamed else asyncio.wait_for(asked, model.timeout))
+            except TimeoutError:
+                if not streamed:
+                    self._streaming.timed_out(model_id)
+                raise
+            self._streaming.answered(model_id, time.monotonic() - sent, answer.first_piece_s, answer.completion_tokens)
+            return answer
 
-        answer, retries = await self._transport.send(model_id, model, estimate, call, stage, streamed,
-                                                   completion=args.get("max_tokens"))
+        answer, retries = await self._transport.send(model_id, model, estimate, call, stage, times_itself=True,
+                                                     completion=args.get("max_tokens"))
         answer.retries = retries
         return answer
+
+    async def _ask(self, model: ModelConfig, messages: Messages, args: dict[str, Any],
+                   estimate: Callable[[], int], streamed: bool) -> Answer:
+        """One attempt's answer: straight from an OpenAI-compatible server, or through LiteLLM."""
+        if speaks_openai(model):
+            return self._answer(model, await self._transport.http.chat(model, messages, args, streamed), estimate)
+        if streamed:
+            return await self._read_stream(model, messages, args, estimate)
+        response = await self._transport.litellm.acompletion(model=model.model, messages=messages,
+                                                             **connection(model), **args)
+        usage = getattr(response, "usage", None)
+        choice = response.choices[0]
+        return Answer(choice.message.content or "", int(getattr(usage, "prompt_tokens", 0) or estimate()),
+                      int(getattr(usage, "completion_tokens", 0) or 0), self._transport.cost(response), 0,
+                      getattr(choice, "finish_reason", None), provider_cached_tokens(usage))
 
     async def _read_stream(self, model: ModelConfig, messages: Messages, args: dict[str, Any],
                            estimate: Callable[[], int]) -> Answer:
         """A streamed answer, abandoned (TimeoutError, retried) when no piece comes for `timeout` seconds:
         a slow local model may take minutes for a long answer, but a silent one has stalled."""
-        response = await asyncio.wait_for(self._litellm.acompletion(
+        sent = time.monotonic()
+        response = await asyncio.wait_for(self._transport.litellm.acompletion(
             model=model.model, messages=messages, stream=True, **connection(model), **args), model.timeout)
         pieces: list[str] = []
         usage: Any = None
         finish: str | None = None
+        first_piece_s: float | None = None
         chunks = response.__aiter__()
         while True:
             try:
                 chunk = await asyncio.wait_for(chunks.__anext__(), model.timeout)
             except StopAsyncIteration:
                 break
+            first_piece_s = time.monotonic() - sent if first_piece_s is None else first_piece_s
             usage = getattr(chunk, "usage", None) or usage
             if chunk.choices:
                 pieces.append(chunk.choices[0].delta.content or "")
                 finish = chunk.choices[0].finish_reason or finish
-        return self._streamed(model, "".join(pieces), usage, estimate, 0, finish)
+        answer = self._streamed(model, "".join(pieces), usage, estimate, 0, finish)
+        answer.first_piece_s = first_piece_s
+        return answer
+
+    def _answer(self, model: ModelConfig, reply: ChatReply, estimate: Callable[[], int]) -> Answer:
+        """The answer of an OpenAI-compatible server, counted from the usage it reported (counted here only
+        when it reported none)."""
+        usage = reply.usage
+        prompt_tokens = int(usage.get("prompt_tokens") or estimate())
+        completion_tokens = int(usage.get("completion_tokens") or count_tokens(reply.text))
+        details = usage.get("prompt_tokens_details")
+        cached = int((details.get("cached_tokens") if isinstance(details, dict) else 0) or 0)
+        return Answer(reply.text, prompt_tokens, completion_tokens,
+                      self._transport.price(model, prompt_tokens, completion_tokens, cached), 0, reply.finish_reason,
+                      cached, reply.first_piece_s)
 
     def _streamed(self, model: ModelConfig, text: str, usage: Any, estimate: Callable[[], int], retries: int,
                   finish: str | None = None) -> Answer:
@@ -225,10 +262,10 @@ class Gateway:
         started = time.perf_counter()
 
         async def call() -> Any:
-            return await self._litellm.acompletion(model=model.model, messages=messages, stream=True,
+            return await self._transport.litellm.acompletion(model=model.model, messages=messages, stream=True,
                                                    **connection(model), **args)
 
-        response, retries = await self._transport.send(model_id, model, estimate, call, stage, False)
+        response, retries = await self._transport.send(model_id, model, estimate, call, stage, times_itself=False)
         pieces: list[str] = []
         usage: Any = None
         try:
@@ -283,31 +320,28 @@ class Gateway:
         return args
 
     def marks_prompt_cache(self, model_id: str) -> bool:
-        return marks_prompt_cache(self._transport.model(model_id).model)
+        model = self._transport.model(model_id)
+        return not speaks_openai(model) and marks_prompt_cache(model.model)
 
     def supports_json(self, model_id: str) -> bool:
         """Whether LiteLLM says the model takes `response_format` (structured JSON output)."""
         return self._supports(self._transport.model(model_id), "response_format")
 
-    @staticmethod
-    def _streams(model: ModelConfig) -> bool:
-        """Stream answers (and time out on silence, not on total time) for local servers, whose long answers
-        take minutes; hosted APIs answer fast and streaming costs CPU per piece."""
-        if model.stream != "auto":
-            return bool(model.stream)
-        return is_local_model(model)
-
     def _supports(self, model: ModelConfig, param: str) -> bool:
         """Asked once per model string: it is on the path of every JSON-mode call."""
         if model.model not in self._supported:
-            self._supported[model.model] = supported_params(self._litellm, model.model)
+            self._supported[model.model] = set(OPENAI_PARAMS) if speaks_openai(model) else \
+                supported_params(self._transport.litellm, model.model)
         return param in self._supported[model.model]
 
     @staticmethod
     def _cache_marker(model: ModelConfig) -> dict[str, Any]:
         """LiteLLM's cache-control marker on the first message, for the models that need one."""
+        if speaks_openai(model):  # the marker is LiteLLM's; an OpenAI-compatible server caches prefixes itself
+            return {}
         return {"cache_control_injection_points": ANTHROPIC_CACHE_POINTS} if marks_prompt_cache(model.model) else {}
 
     def close(self) -> None:
+        self._transport.close()
         if self.cache is not None:
             self.cache.close()

@@ -3,6 +3,10 @@ the online price), and for a dry run's estimates."""
 
 from __future__ import annotations
 
+import functools
+import json
+from importlib.util import find_spec
+from pathlib import Path
 from typing import Any
 
 from graphrag_lite.config import GraphRagConfig
@@ -29,6 +33,31 @@ def unit_prices(litellm: Any, model: str) -> tuple[float, float, float] | None:
         return None
     read = (litellm.model_cost.get(model) or {}).get("cache_read_input_token_cost")
     return per_prompt / 1000, per_completion / 1000, per_prompt / 1000 if read is None else float(read)
+
+
+def listed_unit_prices(model: str) -> tuple[float, float, float] | None:
+    """unit_prices from LiteLLM's price map file, read without importing LiteLLM (seconds) for the models
+    whose calls do not go through it: the model string, else its name without the provider."""
+    prices = _price_map()
+    info = prices.get(model) or prices.get(model.partition("/")[2]) or {}
+    prompt, completion = info.get("input_cost_per_token"), info.get("output_cost_per_token")
+    if not isinstance(prompt, int | float) or not isinstance(completion, int | float):
+        return None
+    read = info.get("cache_read_input_token_cost")
+    return float(prompt), float(completion), float(prompt if read is None else read)
+
+
+@functools.cache
+def _price_map() -> dict[str, Any]:
+    spec = find_spec("litellm")  # located, not imported
+    if spec is None or not spec.submodule_search_locations:
+        return {}
+    path = Path(next(iter(spec.submodule_search_locations))) / "model_prices_and_context_window_backup.json"
+    try:
+        found = json.loads(path.read_text(encoding="utf-8"))
+    except (OSError, ValueError):  # another LiteLLM layout: no prices, as for a model the map does not list
+        return {}
+    return found if isinstance(found, dict) else {}
 
 
 def priced(prices: tuple[float, float, float] | None, prompt_tokens: int, completion_tokens: int,

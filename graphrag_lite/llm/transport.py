@@ -5,6 +5,7 @@ chat and embedding calls go through one Transport."""
 from __future__ import annotations
 
 import asyncio
+import functools
 import logging
 import random
 import time
@@ -28,8 +29,9 @@ from graphrag_lite.llm.failures import (
 )
 from graphrag_lite.llm.ledger import EARLY_WORK, BudgetExceeded, CallRecord, Ledger
 from graphrag_lite.llm.limits import ModelLimiter
-from graphrag_lite.llm.prices import priced, unit_prices
-from graphrag_lite.llm.providers import key_problem, no_key_choices
+from graphrag_lite.llm.openai_http import OpenAIHTTP, speaks_openai
+from graphrag_lite.llm.prices import listed_unit_prices, priced, unit_prices
+from graphrag_lite.llm.providers import key_problem, load_litellm, no_key_choices
 
 LOG = logging.getLogger("graphrag_lite.llm")  # retries, in the run's log file (OUTPUT/logs/index.log)
 UNREACHABLE_AFTER = 3  # connection failures before a model that never answered is declared unreachable
@@ -41,10 +43,10 @@ class BatchTooLarge(Exception):
 
 
 class Transport:
-    def __init__(self, models: dict[str, ModelConfig], ledger: Ledger, litellm: Any, root: Path) -> None:
+    def __init__(self, models: dict[str, ModelConfig], ledger: Ledger, root: Path) -> None:
         self.models = models
         self.ledger = ledger
-        self.litellm = litellm
+        self.http = OpenAIHTTP()  # for the models whose calls go straight to an OpenAI-compatible server
         self._root = root
         self._limiters: dict[tuple[str, int], ModelLimiter] = {}
         self._answered: set[str] = set()  # models that answered at least once in this run
@@ -55,12 +57,12 @@ class Transport:
         self._unit_prices: dict[str, tuple[float, float, float] | None] = {}  # USD per prompt, completion, cached token
 
     async def send(self, model_id: str, model: ModelConfig, estimate: Callable[[], int],
-                            call: Callable[[], Any], stage: str, streamed: bool, completion: int | None = None
+                            call: Callable[[], Any], stage: str, times_itself: bool, completion: int | None = None
                             ) -> tuple[Any, int]:
-        """`call()` within the model's limits and the budget, retried as its errors allow. A streamed call
-        times out on silence (inside `call`), any other on its total time. `estimate()` counts the prompt's
-        tokens, only when a tokens-per-minute limit or a budget needs them before sending, or when an attempt
-        fails."""
+        """`call()` within the model's limits and the budget, retried as its errors allow. It times out on its
+        total time unless it `times_itself` (a chat call: a streamed one times out on silence). `estimate()`
+        counts the prompt's tokens, only when a tokens-per-minute limit or a budget needs them before sending,
+        or when an attempt fails."""
         if model_id not in self._keyed:  # before the first call is sent (a cached answer needs no key)
             if (problem := key_problem(model)) is not None:
                 raise LLMConfigurationError(f"model '{model_id}' ({model.model}): {problem}; "
@@ -78,7 +80,7 @@ class Transport:
             try:
                 reservation = await self._reserve(model, counted, completion)
                 try:
-                    response = await (call() if streamed else asyncio.wait_for(call(), timeout=model.timeout))
+                    response = await (call() if times_itself else asyncio.wait_for(call(), timeout=model.timeout))
                 finally:
                     self.ledger.release(reservation)
                 answered = True
@@ -109,6 +111,11 @@ class Transport:
             await asyncio.sleep(delay)
         raise AssertionError("unreachable")
 
+    @functools.cached_property
+    def litellm(self) -> Any:
+        """LiteLLM, imported (seconds) when a call first needs it: never when every model is served over HTTP."""
+        return load_litellm(self.models.values())
+
     def _counts_before_sending(self, model: ModelConfig) -> bool:
         """Whether a call's prompt tokens are needed before it is sent: to take them from a tokens-per-minute
         limit, or to reserve the call's likely cost against a budget. Otherwise they are not counted at all
@@ -134,7 +141,8 @@ class Transport:
         LiteLLM's look-up is slow for a model it does not know. `cached` prompt tokens (served from the
         provider's prompt cache) cost the model's cache-read price when LiteLLM's price map has one."""
         if model.model not in self._unit_prices:
-            self._unit_prices[model.model] = unit_prices(self.litellm, model.model)
+            self._unit_prices[model.model] = listed_unit_prices(model.model) if speaks_openai(model) else \
+                unit_prices(self.litellm, model.model)
         return priced(self._unit_prices[model.model], prompt_tokens, completion_tokens, cached)
 
     def record_failed_attempt(self, stage: str, model_id: str, model: ModelConfig, prompt_tokens: int,
@@ -186,7 +194,7 @@ class Transport:
         if model_id not in self.models:
             raise LLMConfigurationError(f"model id '{model_id}' is not defined under `models` in settings.yaml")
         model = self.models[model_id]
-        if model_id not in self._checked:  # before the first call: LiteLLM knows providers offline
+        if model_id not in self._checked and not speaks_openai(model):  # LiteLLM knows providers offline
             try:
                 self.litellm.get_llm_provider(model.model, api_base=model.api_base)
             except Exception as err:
@@ -224,3 +232,6 @@ class Transport:
                                    latency_s=latency, cache_hit=started is None, retries=answer.retries,
                                    parse_retries=parse_retries, ok=ok,
                                    provider_cached_tokens=answer.provider_cached_tokens, early=EARLY_WORK.get()))
+
+    def close(self) -> None:
+        self.http.close()

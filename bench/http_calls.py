@@ -1,0 +1,197 @@
+"""Benchmark (issue 37): what a model call costs the indexing process when the model is an OpenAI-compatible
+server on this machine, as a fast vLLM or llama.cpp server is.
+
+    .venv/bin/python bench/http_calls.py [--documents 150] [--latency 0] [--concurrency 25]
+                                         [--variants defaults,stream-off,litellm] [--nano PYTHON] [--profile]
+
+The fake model answers from its own process behind HTTP (graphrag_lite.fake.http_server, on 127.0.0.1), so
+the indexing process pays for what a real server costs a client: HTTP, server-sent events, JSON. The corpus
+and settings are bench/latency_bound.py's (HotpotQA paragraphs, one file each, one gleaning, claims off, no
+answer cache, `--concurrency` calls in flight). Variants, one after another in this sitting:
+
+- defaults: the settings as shipped (a local server: `stream: auto` streams, `client: auto` talks HTTP);
+- stream-off: `stream: false`;
+- litellm: `client: litellm`, every call through LiteLLM, streamed (the defaults before issue 37);
+- nano: with `--nano PYTHON`, nano-graphrag 0.0.8.2 installed in that interpreter
+  (`python -m venv V && V/bin/pip install nano-graphrag==0.0.8.2`), its default OpenAI functions pointed at the
+  same server (OPENAI_BASE_URL), one gleaning, chunks 1200/100, cache off, 25 calls in flight.
+
+Each line: wall time, the process's own CPU (user + system, from wait4), the requests and prompt tokens the
+server counted, CPU per request, and for graphrag-lite the critical-path bound of bench/latency_bound.py at
+`--latency`. `--profile` runs the defaults once more under cProfile and splits the process's CPU by where
+it was spent: our code, LiteLLM, the HTTP client, JSON, token counting, asyncio, the tables (pandas, Arrow,
+LanceDB), start-up imports.
+"""
+
+from __future__ import annotations
+
+import argparse
+import json
+import math
+import os
+import pstats
+import subprocess
+import sys
+import tempfile
+import time
+import urllib.request
+from collections import Counter
+from pathlib import Path
+
+import latency_bound
+
+PORT = 8797
+NANO_SCRIPT = """
+import sys, pathlib
+from nano_graphrag import GraphRAG
+folder, work = pathlib.Path(sys.argv[1]), sys.argv[2]
+texts = [p.read_text(encoding="utf-8") for p in sorted(folder.glob("*.txt"))]
+rag = GraphRAG(working_dir=work, enable_llm_cache=False, entity_extract_max_gleaning=1, chunk_token_size=1200,
+               chunk_overlap_token_size=100, best_model_max_async=25, cheap_model_max_async=25,
+               embedding_func_max_async=25)
+rag.insert(texts)
+"""
+VARIANTS = {"defaults": [], "stream-off": ["models.default_chat_model.stream=false"],
+            "litellm": ["models.default_chat_model.client=litellm", "models.default_embedding_model.client=litellm",
+                        "models.default_chat_model.stream=true"]}
+# where a profiled function's own time is charged, by the first fragment of its file's path that matches
+PLACES = (("graphrag_lite", "our code"), ("litellm", "LiteLLM"), ("aiohttp", "HTTP client"), ("httpx", "HTTP client"),
+          ("httpcore", "HTTP client"), ("yarl", "HTTP client"), ("multidict", "HTTP client"), ("/json/", "JSON"),
+          ("_json", "JSON"), ("tiktoken", "token counting"), ("asyncio", "asyncio"), ("selectors", "asyncio"),
+          ("pandas", "tables"), ("pyarrow", "tables"), ("lancedb", "tables"), ("lance", "tables"),
+          ("numpy", "tables"), ("igraph", "graph"), ("leidenalg", "graph"), ("<frozen importlib", "imports"),
+          ("pydantic", "pydantic"))
+
+
+def server(latency: float) -> subprocess.Popen:
+    process = subprocess.Popen([sys.executable, "-m", "graphrag_lite.fake.http_server", "--port", str(PORT),
+                                "--latency", str(latency)])
+    deadline = time.monotonic() + 60
+    while True:
+        try:
+            urllib.request.urlopen(f"http://127.0.0.1:{PORT}/v1/models", timeout=1)
+            return process
+        except OSError:
+            if process.poll() is not None or time.monotonic() > deadline:
+                raise SystemExit("graphrag_lite.fake.http_server did not start") from None
+            time.sleep(0.2)
+
+
+def served() -> dict[str, int]:
+    with urllib.request.urlopen(f"http://127.0.0.1:{PORT}/stats", timeout=5) as answer:
+        return json.loads(answer.read())
+
+
+def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
+    """Wall seconds, the process's own CPU seconds (user + system), its stderr."""
+    started = time.perf_counter()
+    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
+    _, status, usage = os.wait4(process.pid, 0)
+    wall = time.perf_counter() - started
+    error = process.stderr.read().decode() if process.stderr else ""
+    if os.waitstatus_to_exitcode(status) not in (0, 4):
+        raise SystemExit(f"{command[:4]} failed: {error[-2000:]}")
+    return wall, usage.ru_utime + usage.ru_stime, error
+
+
+def project(folder: Path, args: argparse.Namespace, changes: list[str]) -> Path:
+    args.server = PORT
+    (folder / "settings.yaml").write_text(latency_bound.settings(args, changes), encoding="utf-8")
+    return folder
+
+
+def ours(corpus: Path, args: argparse.Namespace, changes: list[str], profile: Path | None = None) -> dict:
+    with tempfile.TemporaryDirectory() as work:
+        root = project(Path(work), args, changes)
+        (root / "input").symlink_to(corpus)
+        before = served()
+        command = ["-m", "graphrag_lite", "index", "--root", str(root), "--quiet"]
+        wall, cpu, _ = timed([sys.executable] + (["-m", "cProfile", "-o", str(profile)] if profile else []) + command)
+        stats = json.loads((root / "output" / "stats.json").read_text(encoding="utf-8"))
+        after = served()
+        # the same run again, every call answered from the answer cache: the CPU of everything but the calls
+        cached = timed([sys.executable, *command, "--force"])[1] if not profile else math.nan
+    bound = latency_bound.critical_path(stats, args) if args.latency else 0.0
+    return {"wall": wall, "cpu": cpu, "requests": after["chat"] + after["embeddings"] - before["chat"] -
+            before["embeddings"], "prompt": after["prompt_tokens"] - before["prompt_tokens"], "bound": bound,
+            "start": latency_bound.client_start(stats), "cached": cached,
+            "streamed": after["streamed"] - before["streamed"]}
+
+
+def nano(corpus: Path, python: str) -> dict:
+    env = {**os.environ, "OPENAI_BASE_URL": f"http://127.0.0.1:{PORT}/v1", "OPENAI_API_KEY": "sk-fake"}
+    with tempfile.TemporaryDirectory() as work:
+        before = served()
+        wall, cpu, _ = timed([python, "-c", NANO_SCRIPT, str(corpus), work], env)
+    after = served()
+    return {"wall": wall, "cpu": cpu, "requests": after["chat"] + after["embeddings"] - before["chat"] -
+            before["embeddings"], "prompt": after["prompt_tokens"] - before["prompt_tokens"], "bound": 0.0,
+            "start": 0.0, "cached": math.nan, "streamed": after["streamed"] - before["streamed"]}
+
+
+def split(profile: Path) -> Counter[str]:
+    """The profiled process's own time by place (PLACES), each function's own time charged once."""
+    places: Counter[str] = Counter()
+    for (path, _, _), (_, _, own, _, _) in pstats.Stats(str(profile)).stats.items():  # type: ignore[attr-defined]
+        place = next((name for fragment, name in PLACES if fragment in path), "other (Python, C built-ins)")
+        places[place] += own
+    return places
+
+
+def main() -> None:
+    parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--documents", type=int, default=150)
+    parser.add_argument("--latency", type=float, default=0.0)
+    parser.add_argument("--concurrency", type=int, default=25)
+    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--nano", metavar="PYTHON", help="an interpreter with nano-graphrag 0.0.8.2 installed")
+    parser.add_argument("--profile", action="store_true")
+    args = parser.parse_args()
+    args.corpus = "hotpotqa"
+    process = server(args.latency)
+    try:
+        with tempfile.TemporaryDirectory() as folder:
+            corpus = Path(folder)
+            latency_bound.write_corpus(corpus, "hotpotqa", args.documents)
+            runs = {name: ours(corpus, args, VARIANTS[name]) for name in args.variants.split(",") if name}
+            if args.nano:
+                runs["nano-graphrag"] = nano(corpus, args.nano)
+            report(runs, args)
+            if args.profile:
+                profile = Path(folder).parent / "http_calls.prof"
+                run = ours(corpus, args, [], profile)
+                print_split(split(profile), run)
+    finally:
+        process.terminate()
+        process.wait()
+
+
+def report(runs: dict[str, dict], args: argparse.Namespace) -> None:
+    print(f"{args.documents} HotpotQA paragraphs, standard index, fake model over HTTP at {args.latency} s a call, "
+          f"concurrency {args.concurrency}, one gleaning, claims off, no cache ({time.strftime('%Y-%m-%d %H:%M')})")
+    print(f"{'variant':16}{'wall s':>8}{'cpu s':>8}{'requests':>10}{'streamed':>9}{'prompt tok':>12}{'cpu ms/req':>12}"
+          f"{'cached cpu s':>13}{'calls ms/req':>13}{'bound s':>9}{'wall/bound':>11}")
+    for name, run in runs.items():
+        per_call = run["cpu"] / max(run["requests"], 1) * 1000
+        calls = (run["cpu"] - run["cached"]) / max(run["requests"], 1) * 1000
+        ratio = f"{run['wall'] / run['bound']:.2f}" if run["bound"] else "-"
+        print(f"{name:16}{run['wall']:>8.1f}{run['cpu']:>8.1f}{run['requests']:>10,}{run['streamed']:>9,}"
+              f"{run['prompt']:>12,}"
+              f"{per_call:>12.1f}{run['cached']:>13.1f}{calls:>13.1f}{run['bound'] or math.nan:>9.1f}{ratio:>11}")
+    print("cpu: the process's own (user + system), start-up included; cached cpu: the same run again with every "
+          "call answered from the answer cache (index --force); calls ms/req: the difference, per request")
+    if "nano-graphrag" in runs and "defaults" in runs:
+        print(f"defaults' wall / nano-graphrag's: {runs['defaults']['wall'] / runs['nano-graphrag']['wall']:.2f}")
+
+
+def print_split(places: Counter[str], run: dict) -> None:
+    total = sum(places.values())
+    print(f"\nwhere the defaults' CPU goes (cProfile, own time; {run['requests']:,} requests; the profiler "
+          f"itself inflates small functions):")
+    for place, seconds in places.most_common():
+        print(f"  {place:30}{seconds:>8.2f} s{seconds / total:>7.0%}{seconds / max(run['requests'], 1) * 1000:>9.2f}"
+              " ms/request")
+
+
+if __name__ == "__main__":
+    main()
