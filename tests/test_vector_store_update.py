@@ -189,21 +189,22 @@ def test_a_first_build_sends_its_embedding_calls_while_lancedb_is_being_opened(t
 
 def recorded_fake_calls(monkeypatch) -> list[tuple[str, object]]:
     """Every call the fake provider gets, in order: ("chat", the stage asking) or ("embed", its texts)."""
+    from graphrag_lite.fake import direct
     from graphrag_lite.fake import provider as fake
 
     calls: list[tuple[str, object]] = []
-    chat, embed = fake.FakeLLM.acompletion, fake.FakeLLM.aembedding
+    chat, embed = fake.FakeLLM.acompletion, direct.embeddings
 
     async def recorded_chat(self, model, messages, *args, **kwargs):
         calls.append(("chat", CALL_STEP.get()[0]))
         return await chat(self, model, messages, *args, **kwargs)
 
-    async def recorded_embed(self, model, input, *args, **kwargs):
-        calls.append(("embed", list(input)))
-        return await embed(self, model, input, *args, **kwargs)
+    async def recorded_embed(model, texts):
+        calls.append(("embed", list(texts)))
+        return await embed(model, texts)
 
     monkeypatch.setattr(fake.FakeLLM, "acompletion", recorded_chat)
-    monkeypatch.setattr(fake.FakeLLM, "aembedding", recorded_embed)
+    monkeypatch.setattr(direct, "embeddings", recorded_embed)
     return calls
 
 
@@ -241,19 +242,18 @@ def test_the_text_units_vectors_are_asked_for_while_the_graph_is_extracted(tmp_p
 def test_a_failed_early_embedding_is_logged_and_done_again_at_the_stage_s_turn(tmp_path: Path, cli, monkeypatch):
     """The text units' early vectors fail (a provider's outage while the graph is extracted): the run goes on,
     the log says so at once, and embed_text asks for them again at its turn; nothing is lost or left over."""
-    import litellm
+    from graphrag_lite.fake import direct
+    from graphrag_lite.llm.openai_http import ServerRefused
 
-    from graphrag_lite.fake import provider as fake
+    embed, failed = direct.embeddings, []
 
-    embed, failed = fake.FakeLLM.aembedding, []
-
-    async def fails_once(self, model, input, *args, **kwargs):
+    async def fails_once(model, texts):
         if not failed:
-            failed.append(len(input))
-            raise litellm.BadRequestError("the embedding service is down", model=model, llm_provider="fake")
-        return await embed(self, model, input, *args, **kwargs)
+            failed.append(len(texts))
+            raise ServerRefused(400, "the embedding service is down", {})
+        return await embed(model, texts)
 
-    monkeypatch.setattr(fake.FakeLLM, "aembedding", fails_once)
+    monkeypatch.setattr(direct, "embeddings", fails_once)
     documents = sorted((DATA / "unrelated-documents").glob("*.txt"))[:2]
     root = make_project(tmp_path / "p", documents)
     built = cli("index", "--root", root)

@@ -6,7 +6,7 @@ from __future__ import annotations
 
 from typing import Any
 
-from graphrag_lite.fake.options import Options
+from graphrag_lite.fake.options import FAKE_INPUT_PRICE, FAKE_OUTPUT_PRICE, Options
 
 
 class FakeProvider:
@@ -26,6 +26,16 @@ class FakeProvider:
         unless a test asks otherwise."""
         params = {"temperature", "max_tokens", "stream"}
         return params | {"response_format"} if Options.parse(model).structured else params
+
+    def embeddings(self) -> Any:
+        """Embeddings without LiteLLM: a query's question is embedded without importing it."""
+        from graphrag_lite.fake import direct
+
+        return direct.embeddings
+
+    def unit_prices(self, model: str) -> tuple[float, float, float]:
+        """USD per prompt, completion and cached prompt token (OpenAI's discount for cached ones)."""
+        return FAKE_INPUT_PRICE, FAKE_OUTPUT_PRICE, FAKE_INPUT_PRICE / 2
 
     def batch_api(self) -> Any:
         from graphrag_lite.fake import batch  # the batch endpoint: loaded in batch mode only

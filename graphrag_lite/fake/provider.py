@@ -16,11 +16,9 @@ from __future__ import annotations
 
 import asyncio
 import functools
-import random
 import re
 import time
 from collections.abc import AsyncIterator, Iterable
-from dataclasses import dataclass, field
 from pathlib import Path
 from typing import Any
 
@@ -29,7 +27,6 @@ import litellm
 from litellm import CustomLLM
 from litellm.types.llms.openai import ChatCompletionUsageBlock
 from litellm.types.utils import (
-    EmbeddingResponse,
     GenericStreamingChunk,
     ModelResponse,
     PromptTokensDetailsWrapper,
@@ -38,39 +35,17 @@ from litellm.types.utils import (
 from litellm.utils import custom_llm_setup
 
 from graphrag_lite.fake.answers import UnknownCall, answer
-from graphrag_lite.fake.embedding import embed_text
 from graphrag_lite.fake.extraction import COMPLETE
+from graphrag_lite.fake.faults import STATS, draw, fault, forget_draws
 from graphrag_lite.fake.options import FAKE_INPUT_PRICE, FAKE_OUTPUT_PRICE, PROVIDER_ENCODING, Options
 from graphrag_lite.fake.script import SCRIPTS, Script, current_script
 from graphrag_lite.llm.calls import CALL_STEP
 from graphrag_lite.tokens import count_tokens, get_encoding
 
 
-@dataclass
-class FakeStats:
-    """What the fake provider was asked, for tests and benchmarks."""
-
-    completions: int = 0
-    embeddings: int = 0
-    streams: int = 0
-    prompt_tokens: int = 0  # of every request received, answered or refused
-    refused: int = 0  # 429 answers (rate limits and calls beyond the capacity)
-    in_flight: int = 0
-    peak_in_flight: int = 0
-    started: list[float] = field(default_factory=list)
-    first_messages: list[str] = field(default_factory=list)  # what each request began with (a prompt's text)
-
-    def reset(self) -> None:
-        self.__init__()  # type: ignore[misc]
-
-
-STATS = FakeStats()
-
-
 class FakeLLM(CustomLLM):
     def __init__(self) -> None:
         super().__init__()
-        self._random: dict[str, random.Random] = {}
         self._prompts: dict[str, list[list[int]]] = {}  # per model string: token lists of prompts seen
         self._served: dict[str, int] = {}  # per model string: calls started (for `hold`)
 
@@ -91,9 +66,10 @@ class FakeLLM(CustomLLM):
         try:
             if options.capacity and STATS.in_flight > options.capacity:
                 await asyncio.sleep(0.01)  # a refusal is quick, not instant
+                STATS.refused += 1
                 raise _rate_limited(model, retry_after=None)
             if options.latency:
-                await asyncio.sleep(options.latency * (1 + options.jitter * (2 * self._draw(options) - 1)))
+                await asyncio.sleep(options.latency * (1 + options.jitter * (2 * draw(options) - 1)))
             if options.hold:
                 await self._held(options)
             text, finish = self._reply(options, model, messages)
@@ -165,67 +141,34 @@ class FakeLLM(CustomLLM):
                                                completion_tokens=usage.completion_tokens,
                                                total_tokens=usage.total_tokens) if last else None)
 
-    def embedding(self, *args: Any, **kwargs: Any) -> EmbeddingResponse:
-        return asyncio.run(self.aembedding(*args, **kwargs))
-
-    async def aembedding(self, model: str, input: list, model_response: EmbeddingResponse,
-                         *args: Any, **kwargs: Any) -> EmbeddingResponse:
-        options = Options.parse(model)
-        STATS.embeddings += 1
-        if options.latency:
-            await asyncio.sleep(options.latency)
-        await self._inject_fault(options, model)
-        if options.max_batch and len(input) > options.max_batch:
-            response = httpx.Response(422, request=httpx.Request("POST", "http://fake.invalid/v1/embeddings"))
-            raise litellm.UnprocessableEntityError(f"batch size {len(input)} > maximum allowed batch size "
-                                                   f"{options.max_batch}", model=model, llm_provider="fake",
-                                                   response=response)
-        model_response.data = [{"object": "embedding", "index": i, "embedding": embed_text(str(t), options.dim)}
-                               for i, t in enumerate(input)]
-        tokens = sum(count_tokens(str(t), PROVIDER_ENCODING) for t in input)
-        model_response.usage = Usage(prompt_tokens=tokens, completion_tokens=0, total_tokens=tokens)
-        model_response.model = options.name
-        return model_response
-
     # ------------------------------------------------------------ faults
 
     def forget_draws(self) -> None:
-        self._random.clear()
         self._prompts.clear()
         self._served.clear()
 
-    def _draw(self, options: Options) -> float:
-        # one generator per model string, so faults of one configured model do not depend on other models
-        generator = self._random.setdefault(options.key, random.Random(options.seed))
-        return generator.random()
-
     async def _inject_fault(self, options: Options, model: str) -> None:
-        if options.bad_request:
-            raise litellm.BadRequestError("the model does not accept this request", llm_provider="fake", model=model)
-        if options.auth and self._draw(options) < options.auth:
-            raise litellm.AuthenticationError("invalid api key", llm_provider="fake", model=model)
-        if options.rate_limit and self._draw(options) < options.rate_limit:
-            raise _rate_limited(model, options.retry_after)
-        if options.server_error and self._draw(options) < options.server_error:
-            raise litellm.InternalServerError("fake server error", llm_provider="fake", model=model)
-        if options.drop and self._draw(options) < options.drop:
-            raise litellm.APIConnectionError("Connection error: the server closed the connection", llm_provider="fake",
-                                             model=model)
-        if options.timeout and self._draw(options) < options.timeout:
+        found = fault(options)
+        if found is None:
+            return
+        if found.status == -1:
             await asyncio.sleep(3600)  # the gateway's timeout fires first
+        if found.status == 429:
+            raise _rate_limited(model, found.retry_after)
+        raise {400: litellm.BadRequestError, 401: litellm.AuthenticationError, 500: litellm.InternalServerError,
+               0: litellm.APIConnectionError}[found.status](found.message, llm_provider="fake", model=model)
 
     def _damage(self, options: Options, text: str) -> tuple[str, str]:
-        if options.malformed and self._draw(options) < options.malformed:
+        if options.malformed and draw(options) < options.malformed:
             return text[: len(text) // 3].replace("}", "").replace(COMPLETE, "") or "I cannot answer that.", "stop"
-        if options.truncate and self._draw(options) < options.truncate:
+        if options.truncate and draw(options) < options.truncate:
             return text[: len(text) // 2], "length"
-        if options.fenced and self._draw(options) < options.fenced and text.lstrip().startswith("{"):
+        if options.fenced and draw(options) < options.fenced and text.lstrip().startswith("{"):
             return f"Here is the answer you asked for:\n```json\n{text}\n```\nLet me know if you need more.", "stop"
         return text, "stop"
 
 
 def _rate_limited(model: str, retry_after: float | None) -> Exception:
-    STATS.refused += 1
     request = httpx.Request("POST", "http://fake.invalid/v1/chat/completions")
     headers = {"retry-after": str(retry_after)} if retry_after is not None and retry_after >= 0 else {}
     response = httpx.Response(429, headers=headers, request=request)
@@ -251,6 +194,7 @@ def _without_corrections(messages: list[dict[str, Any]]) -> list[dict[str, Any]]
 def reset() -> None:
     """Forget what earlier calls did (statistics, fault generators, scripts): each test starts afresh."""
     STATS.reset()
+    forget_draws()
     SCRIPTS.clear()
     SCRIPTS[""] = Script()
     for item in litellm.custom_provider_map:

@@ -14,7 +14,7 @@ from graphrag_lite.llm.calls import CALL_STEP, Answer, call_key, gather_all
 from graphrag_lite.llm.errors import LLMCallError
 from graphrag_lite.llm.failures import refuses_size
 from graphrag_lite.llm.openai_http import EmbeddingReply, speaks_openai
-from graphrag_lite.llm.providers import connection
+from graphrag_lite.llm.providers import connection, plugged_embeddings
 from graphrag_lite.llm.transport import LOG, BatchTooLarge, Transport
 from graphrag_lite.tokens import count_tokens
 
@@ -118,6 +118,8 @@ class Embedder:
             try:
                 if speaks_openai(model):
                     return await self._transport.http.embed(model, items, args)
+                if (direct := plugged_embeddings(model.model)) is not None:
+                    return await direct(model.model, items)
                 return await self._transport.litellm.aembedding(model=model.model, input=items, **connection(model),
                                                                 **args)
             except Exception as err:

@@ -18,11 +18,13 @@ import json
 import re
 import time
 from dataclasses import dataclass
-from typing import Any
-
-import aiohttp
+from typing import TYPE_CHECKING, Any
 
 from graphrag_lite.config import ModelConfig
+from graphrag_lite.large_imports import import_large
+
+if TYPE_CHECKING:
+    import aiohttp
 
 # providers whose LiteLLM model strings name an OpenAI-compatible server (at the model's api_base)
 OPENAI_COMPATIBLE = frozenset({"openai", "hosted_vllm", "lm_studio", "llamafile"})
@@ -89,16 +91,13 @@ class OpenAIHTTP:
         body = {**_sent(args), "model": served_name(model), "messages": messages}
         if stream:
             body.update(stream=True, stream_options={"include_usage": True})
-            timeout = aiohttp.ClientTimeout(total=None, sock_connect=model.timeout, sock_read=model.timeout)
-        else:
-            timeout = aiohttp.ClientTimeout(total=None)
         sent = time.monotonic()
-        raw, first_bytes = await self._post(model, "chat/completions", body, args, timeout)
+        raw, first_bytes = await self._post(model, "chat/completions", body, args, silence=stream)
         return _streamed_reply(raw, first_bytes - sent) if stream else _reply(_decoded(raw))
 
     async def embed(self, model: ModelConfig, texts: list[str], args: dict[str, Any]) -> EmbeddingReply:
         body = {**_sent(args), "model": served_name(model), "input": texts}
-        data = _decoded((await self._post(model, "embeddings", body, args, aiohttp.ClientTimeout(total=None)))[0])
+        data = _decoded((await self._post(model, "embeddings", body, args, silence=False))[0])
         rows = sorted(data.get("data") or [], key=lambda row: row.get("index", 0))
         if len(rows) != len(texts):
             raise ServerRefused(502, f"the server returned {len(rows)} vectors for {len(texts)} texts", {})
@@ -106,8 +105,12 @@ class OpenAIHTTP:
         return EmbeddingReply([row["embedding"] for row in rows], usage.get("prompt_tokens"))
 
     async def _post(self, model: ModelConfig, path: str, body: dict[str, Any], args: dict[str, Any],
-                    timeout: aiohttp.ClientTimeout) -> tuple[bytes, float]:
-        """The answer's bytes, and when its first bytes came (time.monotonic)."""
+                    silence: bool) -> tuple[bytes, float]:
+        """The answer's bytes, and when its first bytes came (time.monotonic). With `silence`, the call is
+        abandoned after `model.timeout` seconds without a byte; else the caller times it."""
+        aiohttp = _aiohttp()
+        timeout = aiohttp.ClientTimeout(total=None, sock_connect=model.timeout, sock_read=model.timeout) \
+            if silence else aiohttp.ClientTimeout(total=None)
         headers = {"Content-Type": "application/json", **(args.get("extra_headers") or {})}
         if model.api_key is not None and model.api_key.get_secret_value().strip():
             headers["Authorization"] = f"Bearer {model.api_key.get_secret_value().strip()}"
@@ -130,6 +133,7 @@ class OpenAIHTTP:
             raise ConnectionResetError(f"the server broke off the answer: {type(err).__name__}: {err}") from None
 
     async def _session(self) -> aiohttp.ClientSession:
+        aiohttp = _aiohttp()
         loop = asyncio.get_running_loop()
         session = self._sessions.get(loop)
         if session is None:
@@ -154,6 +158,11 @@ class OpenAIHTTP:
                 if closing is not loop:
                     closing.close()
         self._sessions.clear()
+
+
+def _aiohttp() -> Any:
+    """aiohttp, imported on the first call (a fifth of a second: commands without model calls never pay it)."""
+    return import_large("aiohttp")
 
 
 def _sent(args: dict[str, Any]) -> dict[str, Any]:

@@ -11,7 +11,7 @@ from __future__ import annotations
 import functools
 import ipaddress
 import shlex
-from collections.abc import Iterable
+from collections.abc import Awaitable, Callable, Iterable
 from importlib.metadata import EntryPoint, entry_points
 from pathlib import Path
 from typing import Any, Protocol, cast
@@ -59,6 +59,11 @@ class Provider(Protocol):
     def batch_api(self) -> BatchFunctions | None:
         """Its file and batch functions (LiteLLM's reach only the providers LiteLLM knows); None: no batches."""
 
+    # Optional, read with getattr: `embeddings()`, a function (model string, texts) -> llm.openai_http's
+    # EmbeddingReply that embeds without LiteLLM (raising what an OpenAI-compatible server's errors raise), and
+    # `unit_prices(model)`, USD per prompt, completion and cached prompt token, so that such calls are priced
+    # without LiteLLM's price map.
+
 
 @functools.cache
 def _entry_points() -> dict[str, EntryPoint]:
@@ -76,6 +81,19 @@ def plugged(model: str) -> Provider | None:
     """The plug-in provider a model string names (`name/model`), or None for LiteLLM's own providers."""
     name, slash, _ = model.partition("/")
     return plug_in(name) if slash else None
+
+
+def plugged_embeddings(model: str) -> Callable[[str, list[str]], Awaitable[Any]] | None:
+    """The embedding function of the model's plug-in provider, when it embeds without LiteLLM."""
+    provider = plugged(model)
+    offered = getattr(provider, "embeddings", None)
+    return offered() if offered is not None else None
+
+
+def plugged_prices(model: str) -> tuple[float, float, float] | None:
+    """USD per prompt, completion and cached prompt token from the model's plug-in provider, if it says."""
+    offered = getattr(plugged(model), "unit_prices", None)
+    return offered(model) if offered is not None else None
 
 
 def supported_params(litellm: Any, model: str) -> set[str]:

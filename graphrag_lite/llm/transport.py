@@ -31,7 +31,7 @@ from graphrag_lite.llm.ledger import EARLY_WORK, BudgetExceeded, CallRecord, Led
 from graphrag_lite.llm.limits import ModelLimiter
 from graphrag_lite.llm.openai_http import OpenAIHTTP, speaks_openai
 from graphrag_lite.llm.prices import listed_unit_prices, priced, unit_prices
-from graphrag_lite.llm.providers import key_problem, load_litellm, no_key_choices
+from graphrag_lite.llm.providers import key_problem, load_litellm, no_key_choices, plugged, plugged_prices
 
 LOG = logging.getLogger("graphrag_lite.llm")  # retries, in the run's log file (OUTPUT/logs/index.log)
 UNREACHABLE_AFTER = 3  # connection failures before a model that never answered is declared unreachable
@@ -141,8 +141,12 @@ class Transport:
         LiteLLM's look-up is slow for a model it does not know. `cached` prompt tokens (served from the
         provider's prompt cache) cost the model's cache-read price when LiteLLM's price map has one."""
         if model.model not in self._unit_prices:
-            self._unit_prices[model.model] = listed_unit_prices(model.model) if speaks_openai(model) else \
-                unit_prices(self.litellm, model.model)
+            if speaks_openai(model):
+                self._unit_prices[model.model] = listed_unit_prices(model.model)
+            elif (offered := plugged_prices(model.model)) is not None:
+                self._unit_prices[model.model] = offered
+            else:
+                self._unit_prices[model.model] = unit_prices(self.litellm, model.model)
         return priced(self._unit_prices[model.model], prompt_tokens, completion_tokens, cached)
 
     def record_failed_attempt(self, stage: str, model_id: str, model: ModelConfig, prompt_tokens: int,
@@ -194,7 +198,8 @@ class Transport:
         if model_id not in self.models:
             raise LLMConfigurationError(f"model id '{model_id}' is not defined under `models` in settings.yaml")
         model = self.models[model_id]
-        if model_id not in self._checked and not speaks_openai(model):  # LiteLLM knows providers offline
+        if model_id not in self._checked and not speaks_openai(model) and plugged(model.model) is None:
+            # LiteLLM knows its providers offline (a plug-in is known by its name)
             try:
                 self.litellm.get_llm_provider(model.model, api_base=model.api_base)
             except Exception as err:
