@@ -20,7 +20,6 @@ from graphrag_lite.llm.errors import LLMCallError, LLMConfigurationError
 from graphrag_lite.llm.gateway import Gateway
 from graphrag_lite.llm.openai_http import speaks_openai
 from graphrag_lite.llm.streaming import ANSWERS_BEFORE_PLAIN, StreamChoice
-
 from tests.conftest import DATA, make_project
 
 QUESTION = [{"role": "user", "content": "-----Sources-----\nid|text\n1|Pepys went to the Navy Office with Sir W. Pen "
@@ -162,10 +161,9 @@ def test_the_server_tells_the_packaged_prompts_calls_apart():
 
     extract = [{"role": "user", "content": default_prompt("extract_graph.txt").read_text()}]
     assert call_of(extract) == ("extract_graph", "extract")
-    assert call_of(extract + [{"role": "assistant", "content": "x"}, {"role": "user", "content": CONTINUE_GRAPH}]) \
-        == ("extract_graph", "glean")
-    assert call_of(extract + [{"role": "assistant", "content": "x"}, {"role": "user", "content": LOOP_CHECK}]) \
-        == ("extract_graph", "check")
+    answered = [*extract, {"role": "assistant", "content": "x"}]
+    assert call_of([*answered, {"role": "user", "content": CONTINUE_GRAPH}]) == ("extract_graph", "glean")
+    assert call_of([*answered, {"role": "user", "content": LOOP_CHECK}]) == ("extract_graph", "check")
     report = [{"role": "user", "content": default_prompt("community_report.txt").read_text()}]
     assert call_of(report) == ("community_reports", "report") and call_of(QUESTION) == ("", "answer")
 
@@ -180,8 +178,9 @@ def test_an_index_through_a_real_http_server_equals_the_one_built_in_process(tmp
         "    api_key: sk-fake\nextract_graph:\n  format: tuples\n", encoding="utf-8")
     assert cli("index", "--root", in_process).exit_code == 0
     # in a process of its own, to see which libraries it needed
-    done = subprocess.run([sys.executable, "-c", "import sys; from graphrag_lite.cli import main; sys.argv = "
-                           f"['graphrag-lite', 'index', '--root', {str(over_http)!r}, '--quiet']\ntry:\n main()\n"
+    done = subprocess.run([sys.executable, "-c", "import sys\nfrom graphrag_lite.cli import run_command\nsys.argv = "
+                           f"['graphrag-lite', 'index', '--root', {str(over_http)!r}, '--quiet']\n"
+                           "try:\n run_command()\n"
                            "except SystemExit as end:\n assert not end.code, end.code\n"
                            "print(sorted(m for m in ('litellm', 'openai') if m in sys.modules))"],
                           capture_output=True, text=True, timeout=300)

@@ -75,6 +75,11 @@ class Gateway:
         self._supported: dict[str, set[str]] = {}  # OpenAI parameters each model string takes
         self.batcher = Batcher(config, self.ledger, self._transport.litellm) if batch else None
 
+    def start_litellm(self) -> None:
+        """Import LiteLLM now (seconds) when a model may need it: one not called straight over HTTP."""
+        if any(not speaks_openai(model) for model in self.models.values()):
+            self._transport.litellm  # noqa: B018  # the property imports it
+
     # ------------------------------------------------------------ chat
 
     def cached_answer(self, model_id: str, messages: Messages, json_mode: bool = False,

@@ -65,13 +65,15 @@ class ModelAccess:
         if self._gateway is None:
             started = time.perf_counter()
             earlier = read_spend(self._config.output.base_dir) if self._config.budget.scope == "index" else (0.0, 0)
-            # LiteLLM, imported with the gateway, is left out of the run's collections too, frozen before any
-            # collection runs: the first one after its import would walk all of its objects (0.15 s)
+            # LiteLLM, imported with the gateway when a model may need it, is left out of the run's collections
+            # too, frozen before any collection runs: the first one after its import would walk all of its
+            # objects (0.15 s)
             with collector_paused():
                 from graphrag_lite.llm.gateway import Gateway
 
                 self._gateway = Gateway(self._config, use_cache=self._use_cache, prior_spend=earlier,
                                         batch=self._config.batch.enabled)
+                self._gateway.start_litellm()
                 if self._spare_collector:
                     gc.freeze()
             self.client_start_s = round(time.perf_counter() - started, 3)
