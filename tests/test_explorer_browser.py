@@ -27,7 +27,7 @@ CHROMIUM = shutil.which("chromium")
 pytestmark = pytest.mark.skipif(CHROMIUM is None, reason="no system Chromium (`apt-get install chromium`) to drive")
 sync_api = pytest.importorskip("playwright.sync_api", reason="playwright (Python) is not installed")
 
-WAIT_MS = 10_000
+WAIT_MS = 60_000  # a bound, not a speed: on a busy 2-core machine a first answer can take seconds
 
 
 def free_port() -> int:
@@ -121,6 +121,7 @@ def test_explorer_page_searches_draws_explains_and_cites(served: tuple[str, Path
 
 def explore(page: Any, base: str, entity: dict[str, Any], detail: dict[str, Any], report_title: str) -> None:
     expect = sync_api.expect
+    expect.set_options(timeout=WAIT_MS)  # assertions wait as long as the page's own actions may (default: 5 s)
     page.goto(f"{base}/")
     expect(page.get_by_test_id("server-status")).to_have_text("Connected")
     page.wait_for_function("Number(document.getElementById('graph-count').dataset.nodes) > 1")  # before a search

@@ -78,6 +78,7 @@ def load_index(root: Path, config: Path | None, overrides: list[str]) -> LoadedI
             engine._manifest = base._manifest  # read once: a later run may re-embed with another model
             engines[(method, no_model)] = engine
     base.gateway.ledger.keep_records = False  # a server's calls are counted per request, not kept forever
+    base.gateway.start_litellm()  # when a model needs it: imported at the load, not in the first question
     return LoadedIndex(base.config, engines, stamp, _readable_last_run(output), committed.describe())
 
 
