@@ -6,11 +6,13 @@ server on this machine, as a fast vLLM or llama.cpp server is.
 
 The fake model answers from its own process behind HTTP (graphrag_lite.fake.http_server, on 127.0.0.1), so
 the indexing process pays for what a real server costs a client: HTTP, server-sent events, JSON. The corpus
-and settings are bench/latency_bound.py's (HotpotQA paragraphs, one file each, one gleaning, claims off, no
-answer cache, `--concurrency` calls in flight). Variants, one after another in this sitting:
+and settings are bench/latency_bound.py's (`--corpus podcasts`: 150 files of the GraphRAG paper's podcast
+transcripts, 274 text units; or HotpotQA paragraphs, one file each; one gleaning, claims off, no answer cache,
+`--concurrency` calls in flight). The defaults' tables are compared, id for id, with the same index built
+with the fake model in the indexing process (no HTTP). Variants, one after another in this sitting:
 
 - defaults: the settings as shipped (a local server: `stream: auto` streams, `client: auto` talks HTTP);
-- stream-off: `stream: false`;
+- stream-off: `stream: false`; stream-on: `stream: true` (every chat call streamed);
 - litellm: `client: litellm`, every call through LiteLLM, streamed (the defaults before issue 37);
 - nano: with `--nano PYTHON`, nano-graphrag 0.0.8.2 installed in that interpreter
   (`python -m venv V && V/bin/pip install nano-graphrag==0.0.8.2`), its default OpenAI functions pointed at the
@@ -39,6 +41,7 @@ from collections import Counter
 from pathlib import Path
 
 import latency_bound
+import pandas as pd
 
 PORT = 8797
 NANO_SCRIPT = """
@@ -52,6 +55,7 @@ rag = GraphRAG(working_dir=work, enable_llm_cache=False, entity_extract_max_glea
 rag.insert(texts)
 """
 VARIANTS = {"defaults": [], "stream-off": ["models.default_chat_model.stream=false"],
+            "stream-on": ["models.default_chat_model.stream=true"],
             "litellm": ["models.default_chat_model.client=litellm", "models.default_embedding_model.client=litellm",
                         "models.default_chat_model.stream=true"]}
 # where a profiled function's own time is charged, by the first fragment of its file's path that matches
@@ -84,20 +88,36 @@ def served() -> dict[str, int]:
 
 def timed(command: list[str], env: dict[str, str] | None = None) -> tuple[float, float, str]:
     """Wall seconds, the process's own CPU seconds (user + system), its stderr."""
-    started = time.perf_counter()
-    process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=subprocess.PIPE, env=env)
-    _, status, usage = os.wait4(process.pid, 0)
-    wall = time.perf_counter() - started
-    error = process.stderr.read().decode() if process.stderr else ""
+    with tempfile.TemporaryFile() as said:  # a file, not a pipe: a chatty process would fill a pipe and stall
+        started = time.perf_counter()
+        process = subprocess.Popen(command, stdout=subprocess.DEVNULL, stderr=said, env=env)
+        _, status, usage = os.wait4(process.pid, 0)
+        wall = time.perf_counter() - started
+        said.seek(0)
+        error = said.read().decode("utf-8", "replace")
     if os.waitstatus_to_exitcode(status) not in (0, 4):
         raise SystemExit(f"{command[:4]} failed: {error[-2000:]}")
     return wall, usage.ru_utime + usage.ru_stime, error
 
 
-def project(folder: Path, args: argparse.Namespace, changes: list[str]) -> Path:
-    args.server = PORT
+def project(folder: Path, args: argparse.Namespace, changes: list[str], over_http: bool = True) -> Path:
+    args.server = PORT if over_http else 0
     (folder / "settings.yaml").write_text(latency_bound.settings(args, changes), encoding="utf-8")
     return folder
+
+
+def table_ids(output: Path) -> dict[str, list[str]]:
+    return {table: pd.read_parquet(output / f"{table}.parquet", columns=["id"])["id"].tolist()
+            for table in ("entities", "relationships", "communities", "community_reports")}
+
+
+def in_process_ids(corpus: Path, args: argparse.Namespace) -> dict[str, list[str]]:
+    """The tables' ids of the same index with the fake model in the indexing process (no HTTP)."""
+    with tempfile.TemporaryDirectory() as work:
+        root = project(Path(work), args, ["extract_graph.format=tuples"], over_http=False)
+        (root / "input").symlink_to(corpus)
+        timed([sys.executable, "-m", "graphrag_lite", "index", "--root", str(root), "--quiet"])
+        return table_ids(root / "output")
 
 
 def ours(corpus: Path, args: argparse.Namespace, changes: list[str], profile: Path | None = None) -> dict:
@@ -108,14 +128,16 @@ def ours(corpus: Path, args: argparse.Namespace, changes: list[str], profile: Pa
         command = ["-m", "graphrag_lite", "index", "--root", str(root), "--quiet"]
         wall, cpu, _ = timed([sys.executable] + (["-m", "cProfile", "-o", str(profile)] if profile else []) + command)
         stats = json.loads((root / "output" / "stats.json").read_text(encoding="utf-8"))
+        ids = table_ids(root / "output")
         after = served()
         # the same run again, every call answered from the answer cache: the CPU of everything but the calls
         cached = timed([sys.executable, *command, "--force"])[1] if not profile else math.nan
     bound = latency_bound.critical_path(stats, args) if args.latency else 0.0
     return {"wall": wall, "cpu": cpu, "requests": after["chat"] + after["embeddings"] - before["chat"] -
             before["embeddings"], "prompt": after["prompt_tokens"] - before["prompt_tokens"], "bound": bound,
+            "server_cpu": after["cpu_s"] - before["cpu_s"],
             "start": latency_bound.client_start(stats), "cached": cached,
-            "streamed": after["streamed"] - before["streamed"]}
+            "streamed": after["streamed"] - before["streamed"], "ids": ids}
 
 
 def nano(corpus: Path, python: str) -> dict:
@@ -126,7 +148,8 @@ def nano(corpus: Path, python: str) -> dict:
     after = served()
     return {"wall": wall, "cpu": cpu, "requests": after["chat"] + after["embeddings"] - before["chat"] -
             before["embeddings"], "prompt": after["prompt_tokens"] - before["prompt_tokens"], "bound": 0.0,
-            "start": 0.0, "cached": math.nan, "streamed": after["streamed"] - before["streamed"]}
+            "start": 0.0, "cached": math.nan, "streamed": after["streamed"] - before["streamed"],
+            "server_cpu": after["cpu_s"] - before["cpu_s"]}
 
 
 def split(profile: Path) -> Counter[str]:
@@ -140,23 +163,28 @@ def split(profile: Path) -> Counter[str]:
 
 def main() -> None:
     parser = argparse.ArgumentParser(description=__doc__, formatter_class=argparse.RawDescriptionHelpFormatter)
+    parser.add_argument("--corpus", choices=("hotpotqa", "podcasts"), default="podcasts")
     parser.add_argument("--documents", type=int, default=150)
     parser.add_argument("--latency", type=float, default=0.0)
     parser.add_argument("--concurrency", type=int, default=25)
-    parser.add_argument("--variants", default=",".join(VARIANTS))
+    parser.add_argument("--variants", default="defaults,stream-off,stream-on", help=f"of {', '.join(VARIANTS)}")
     parser.add_argument("--nano", metavar="PYTHON", help="an interpreter with nano-graphrag 0.0.8.2 installed")
     parser.add_argument("--profile", action="store_true")
     args = parser.parse_args()
-    args.corpus = "hotpotqa"
     process = server(args.latency)
     try:
         with tempfile.TemporaryDirectory() as folder:
             corpus = Path(folder)
-            latency_bound.write_corpus(corpus, "hotpotqa", args.documents)
+            latency_bound.write_corpus(corpus, args.corpus, args.documents)
             runs = {name: ours(corpus, args, VARIANTS[name]) for name in args.variants.split(",") if name}
             if args.nano:
                 runs["nano-graphrag"] = nano(corpus, args.nano)
             report(runs, args)
+            if "defaults" in runs:
+                same = {table: ids == runs["defaults"]["ids"][table]
+                        for table, ids in in_process_ids(corpus, args).items()}
+                print("the defaults' tables against the same index with the fake in process: "
+                      + ", ".join(f"{table} {'same ids' if alike else 'OTHER IDS'}" for table, alike in same.items()))
             if args.profile:
                 profile = Path(folder).parent / "http_calls.prof"
                 run = ours(corpus, args, [], profile)
@@ -167,19 +195,22 @@ def main() -> None:
 
 
 def report(runs: dict[str, dict], args: argparse.Namespace) -> None:
-    print(f"{args.documents} HotpotQA paragraphs, standard index, fake model over HTTP at {args.latency} s a call, "
+    what = "HotpotQA paragraphs" if args.corpus == "hotpotqa" else "podcast files"
+    print(f"{args.documents} {what}, standard index, fake model over HTTP at {args.latency} s a call, "
           f"concurrency {args.concurrency}, one gleaning, claims off, no cache ({time.strftime('%Y-%m-%d %H:%M')})")
     print(f"{'variant':16}{'wall s':>8}{'cpu s':>8}{'requests':>10}{'streamed':>9}{'prompt tok':>12}{'cpu ms/req':>12}"
-          f"{'cached cpu s':>13}{'calls ms/req':>13}{'bound s':>9}{'wall/bound':>11}")
+          f"{'cached cpu s':>13}{'calls ms/req':>13}{'server ms/req':>14}{'bound s':>9}{'wall/bound':>11}")
     for name, run in runs.items():
         per_call = run["cpu"] / max(run["requests"], 1) * 1000
         calls = (run["cpu"] - run["cached"]) / max(run["requests"], 1) * 1000
         ratio = f"{run['wall'] / run['bound']:.2f}" if run["bound"] else "-"
         print(f"{name:16}{run['wall']:>8.1f}{run['cpu']:>8.1f}{run['requests']:>10,}{run['streamed']:>9,}"
               f"{run['prompt']:>12,}"
-              f"{per_call:>12.1f}{run['cached']:>13.1f}{calls:>13.1f}{run['bound'] or math.nan:>9.1f}{ratio:>11}")
+              f"{per_call:>12.1f}{run['cached']:>13.1f}{calls:>13.1f}"
+              f"{run['server_cpu'] / max(run['requests'], 1) * 1000:>14.1f}{run['bound'] or math.nan:>9.1f}{ratio:>11}")
     print("cpu: the process's own (user + system), start-up included; cached cpu: the same run again with every "
-          "call answered from the answer cache (index --force); calls ms/req: the difference, per request")
+          "call answered from the answer cache (index --force); calls ms/req: the difference, per request; "
+          "server ms/req: the fake server's own CPU per request (its answers take that much longer than --latency)")
     if "nano-graphrag" in runs and "defaults" in runs:
         print(f"defaults' wall / nano-graphrag's: {runs['defaults']['wall'] / runs['nano-graphrag']['wall']:.2f}")
 

@@ -93,7 +93,7 @@ def write_podcasts(folder: Path, count: int) -> None:
 def settings(args: argparse.Namespace, changes: list[str]) -> str:
     """The benchmark's settings with `changes` (section.key=value) applied."""
     values = yaml.safe_load(SETTINGS.format(latency=args.latency, concurrency=args.concurrency))
-    if getattr(args, "server", 0):  # the same fake answers, from another process over HTTP (graphrag_lite.fake.http_server)
+    if getattr(args, "server", 0):  # the same fake answers, from another process over HTTP (fake.http_server)
         for model_id, name in (("default_chat_model", "openai/fake"), ("default_embedding_model",
                                                                        "openai/fake-embedding")):
             values["models"][model_id].update(model=name, api_base=f"http://127.0.0.1:{args.server}/v1",

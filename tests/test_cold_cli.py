@@ -59,6 +59,19 @@ def test_a_no_model_query_answers_with_evidence_without_litellm(pepys, tmp_path,
     assert not {"litellm", "igraph", "matplotlib"} & imported  # the walk is numpy: no graph library to load
 
 
+def test_a_no_model_query_embeds_its_question_without_litellm(tmp_path_factory, tmp_path):
+    """An index with vectors: the question is embedded (fake/embedding, a plug-in that embeds on its own), never
+    asked before (--no-cache), and LiteLLM is still not imported (issue 37: 2.3 s of a cold query)."""
+    root = make_project(tmp_path_factory.mktemp("vectors"), SAMPLE)
+    result = CliRunner().invoke(app, ["index", "--root", str(root), "--method", "fast", "--set",
+                                      "embed_text.model_id=default_embedding_model"], catch_exceptions=False)
+    assert result.exit_code == 0, result.output
+    assert json.loads((root / "output" / "embeddings_manifest.json").read_text())["vectors"]
+    output, imported = run_cold(tmp_path, "query", "local", "--no-model", QUESTION, "--root", str(root), "--no-cache")
+    assert output.startswith(EVIDENCE_HEADER) and "SIR W PEN" in output
+    assert "lancedb" in imported and "litellm" not in imported
+
+
 def test_a_local_query_with_the_fake_model_imports_litellm_and_answers(pepys, tmp_path):
     output, imported = run_cold(tmp_path, "query", "local", QUESTION, "--root", str(pepys), "--no-cache")
     assert output.startswith("Based on the data") and "[Data: " in output

@@ -40,7 +40,7 @@ from openai.types.batch_request_counts import BatchRequestCounts
 
 from graphrag_lite.fake.answers import UnknownCall, answer
 from graphrag_lite.fake.options import Options
-from graphrag_lite.fake.provider import cut_at, provider_prompt_tokens
+from graphrag_lite.fake.tokens import cut_at, provider_prompt_tokens
 
 SUBMISSIONS = "submissions.jsonl"
 

@@ -33,7 +33,8 @@ from graphrag_lite.extraction.gleaning import FOUND_NAMES
 from graphrag_lite.fake.answers import UnknownCall, answer, plain_answer
 from graphrag_lite.fake.embedding import embed_text
 from graphrag_lite.fake.options import PROVIDER_ENCODING
-from graphrag_lite.tokens import count_tokens, get_encoding
+from graphrag_lite.fake.tokens import cut_at, provider_prompt_tokens
+from graphrag_lite.tokens import count_tokens
 
 # the kind of call a packaged prompt makes: a phrase of its first message -> (stage, step)
 PROMPT_CALLS = (
@@ -75,11 +76,8 @@ def reply(messages: list[dict[str, Any]], max_tokens: int | None) -> tuple[str, 
         text = answer(messages, call_of(messages))
     except UnknownCall:  # a prompt of another tool: a plain answer from its text
         text = plain_answer(str(messages[0].get("content", "")), str(messages[-1].get("content", "")))
-    prompt = sum(count_tokens(str(m.get("content", "")), PROVIDER_ENCODING) for m in messages)
-    tokens = get_encoding(PROVIDER_ENCODING).encode_ordinary(text)
-    if max_tokens and len(tokens) > max_tokens:
-        return get_encoding(PROVIDER_ENCODING).decode(tokens[:max_tokens]), "length", prompt, max_tokens
-    return text, "stop", prompt, len(tokens)
+    text, finish, completion = cut_at(text, "stop", max_tokens)
+    return text, finish, provider_prompt_tokens(messages), completion
 
 
 @dataclass
@@ -203,8 +201,8 @@ class FakeServer:
         return web.json_response({"object": "list", "data": [{"id": "fake", "object": "model"}]})
 
     async def _stats(self, request: web.Request) -> web.Response:
-        """What the server was asked since it started (for benchmarks that compare clients)."""
-        return web.json_response(self.served)
+        """What the server was asked since it started, and the CPU it spent (for benchmarks)."""
+        return web.json_response({**self.served, "cpu_s": time.process_time()})
 
 
 def main() -> None:

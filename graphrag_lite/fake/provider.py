@@ -15,7 +15,6 @@ gateway's timeout. A follow-up that asks to correct an unusable answer is always
 from __future__ import annotations
 
 import asyncio
-import functools
 import re
 import time
 from collections.abc import AsyncIterator, Iterable
@@ -39,8 +38,9 @@ from graphrag_lite.fake.extraction import COMPLETE
 from graphrag_lite.fake.faults import STATS, draw, fault, forget_draws
 from graphrag_lite.fake.options import FAKE_INPUT_PRICE, FAKE_OUTPUT_PRICE, PROVIDER_ENCODING, Options
 from graphrag_lite.fake.script import SCRIPTS, Script, current_script
+from graphrag_lite.fake.tokens import cut_at, provider_prompt_tokens
 from graphrag_lite.llm.calls import CALL_STEP
-from graphrag_lite.tokens import count_tokens, get_encoding
+from graphrag_lite.tokens import get_encoding
 
 
 class FakeLLM(CustomLLM):
@@ -175,15 +175,6 @@ def _rate_limited(model: str, retry_after: float | None) -> Exception:
     return litellm.RateLimitError("rate limited", llm_provider="fake", model=model, response=response)
 
 
-def cut_at(text: str, finish: str, max_tokens: int | None) -> tuple[str, str, int]:
-    """An answer cut where a real model stops at max_tokens (finish_reason "length"), and its tokens."""
-    tokens = _provider_tokens(text)
-    if not max_tokens or tokens <= max_tokens:
-        return text, finish, tokens
-    encoding = get_encoding(PROVIDER_ENCODING)
-    return encoding.decode(encoding.encode_ordinary(text)[:int(max_tokens)]), "length", int(max_tokens)
-
-
 def _without_corrections(messages: list[dict[str, Any]]) -> list[dict[str, Any]]:
     """The conversation as it was before the unusable answer and the request to correct it."""
     while _is_correction(messages):
@@ -219,17 +210,5 @@ def register(models: Iterable[str] = ()) -> None:
 
 def _is_correction(messages: list[dict[str, Any]]) -> bool:
     return len(messages) > 1 and "could not be used" in str(messages[-1].get("content", ""))
-
-
-def provider_prompt_tokens(messages: list[dict[str, Any]]) -> int:
-    """A request's prompt tokens as the provider counts them, online or in a batch."""
-    return sum(_provider_tokens(str(m.get("content", ""))) for m in messages)
-
-
-@functools.lru_cache(maxsize=4096)
-def _provider_tokens(text: str) -> int:
-    """A message's tokens as the provider counts them: a gleaning resends the first prompt and answer, which
-    a remote server would count on its side; here it would be the indexing process's CPU, twice."""
-    return count_tokens(text, PROVIDER_ENCODING)
 
 
