@@ -3,9 +3,9 @@ imports.
 
     .venv/bin/python bench/cold_query.py [--root DIR] [--runs 5]
 
-Builds a fast index of the bundled sample (input/, no model) in a temporary folder, or uses the index of
---root (a fast index built without an embedding model, or with fake/embedding). Then runs each command in a
-new process, `--runs` times, the commands taking turns so that the load of a shared machine falls on all of
+Builds a fast index of the bundled sample (input/; with `--vectors`, embedded by fake/embedding) in a temporary
+folder, or uses the index of --root (a fast index built without an embedding model, or with fake/embedding).
+Then runs each command in a new process, `--runs` times, the commands taking turns so that the load of a shared machine falls on all of
 them alike; prints the median and the fastest wall time of each and whether it imported LiteLLM, LanceDB,
 pandas and matplotlib (the names left in sys.modules when the process exits):
 
@@ -59,13 +59,14 @@ class Command:
     modules: set[str] = field(default_factory=set)
 
 
-def build_index(root: Path) -> None:
+def build_index(root: Path, vectors: bool) -> None:
     (root / "input").mkdir(parents=True)
     for document in sorted((REPO / "input").glob("*.txt")):
         shutil.copy(document, root / "input" / document.name)
     (root / "settings.yaml").write_text(FAKE_SETTINGS, encoding="utf-8")
+    embedded = ["--set", "embed_text.model_id=default_embedding_model"] if vectors else []
     done = subprocess.run([sys.executable, "-m", "graphrag_lite", "index", "--root", str(root), "--method", "fast",
-                           "--quiet"], capture_output=True, text=True)
+                           "--quiet", *embedded], capture_output=True, text=True)
     if done.returncode:
         sys.exit(f"indexing the sample failed:\n{done.stdout}{done.stderr}")
 
@@ -82,7 +83,8 @@ def index_settings(root: Path) -> list[str]:
 def commands(root: Path, fake_root: Path) -> list[Command]:
     """No-model runs use the project's own settings; model runs the fake settings of `fake_root`, over the
     same index."""
-    project, fake = ["--root", str(root)], ["--root", str(fake_root), *index_settings(root), "--no-cache"]
+    # --no-cache: a question of an index with vectors is embedded in every run, as a new question is
+    project, fake = ["--root", str(root), "--no-cache"], ["--root", str(fake_root), *index_settings(root), "--no-cache"]
     return [
         Command("--help", ["--help"]),
         Command("query --help", ["query", "--help"]),
@@ -122,13 +124,15 @@ def main() -> None:
     parser.add_argument("--root", type=Path, help="a project with a built fast index (default: index the sample "
                         "in a temporary folder)")
     parser.add_argument("--runs", type=int, default=5)
+    parser.add_argument("--vectors", action="store_true", help="index the sample with fake/embedding vectors, so "
+                        "that a local or basic query embeds its question (with the fake plug-in, no LiteLLM)")
     args = parser.parse_args()
     with tempfile.TemporaryDirectory() as scratch:
         folder = Path(scratch)
         root = args.root.resolve() if args.root else folder / "sample"
         if args.root is None:
             print("indexing the bundled sample (fast method) ...")
-            build_index(root)
+            build_index(root, args.vectors)
         fake_root = folder / "fake"
         fake_root.mkdir()
         (fake_root / "settings.yaml").write_text(FAKE_SETTINGS, encoding="utf-8")
