@@ -1,13 +1,13 @@
 """Benchmark (issue 17, point 4): how long a cold `graphrag-lite` process takes, and which heavy libraries it
 imports.
 
-    .venv/bin/python bench/cold_query.py [--root DIR] [--runs 5]
+    .venv/bin/python bench/cold_query.py [--root DIR] [--runs 5] [--vectors]
 
 Builds a fast index of the bundled sample (input/; with `--vectors`, embedded by fake/embedding) in a temporary
 folder, or uses the index of --root (a fast index built without an embedding model, or with fake/embedding).
-Then runs each command in a new process, `--runs` times, the commands taking turns so that the load of a shared machine falls on all of
-them alike; prints the median and the fastest wall time of each and whether it imported LiteLLM, LanceDB,
-pandas and matplotlib (the names left in sys.modules when the process exits):
+Then runs each command in a new process, `--runs` times, the commands taking turns so that the load of a shared
+machine falls on all of them alike; prints the median and the fastest wall time of each and whether it
+imported LiteLLM, LanceDB, pandas and matplotlib (the names left in sys.modules when the process exits):
 
 - `graphrag-lite --help` and `graphrag-lite query --help`;
 - `query local|basic|global --no-model`: the ranked evidence, no model; target for local: <= 2.5 s;
