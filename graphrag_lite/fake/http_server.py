@@ -84,7 +84,7 @@ def reply(messages: list[dict[str, Any]], max_tokens: int | None) -> tuple[str, 
 class FakeServer:
     """The server, on 127.0.0.1 in a thread of its own (`port` 0: any free port)."""
 
-    latency: float = 0.0  # seconds before an answer (a stream's first piece)
+    latency: float = 0.0  # seconds from a request's arrival to its answer (a stream's first piece)
     port: int = 0
     stall: float = 0.0  # the next `stalls` streams fall silent this long after their first piece
     stalls: int = 1
@@ -142,13 +142,13 @@ class FakeServer:
         return web.Response(status=status or 500, text=body, headers=headers, content_type="application/json")
 
     async def _chat(self, request: web.Request) -> web.StreamResponse:
+        arrived = time.monotonic()
         body: dict[str, Any] = await request.json()
         self.requests.append(body)
         if (fault := await self._fault(request)) is not None:
             return fault
-        if self.latency:
-            await asyncio.sleep(self.latency)
         text, finish, prompt, completion = reply(body["messages"], body.get("max_tokens"))
+        await self._wait(arrived)
         self.served["chat"] += 1
         self.served["prompt_tokens"] += prompt
         usage = {"prompt_tokens": prompt, "completion_tokens": completion, "total_tokens": prompt + completion}
@@ -159,6 +159,12 @@ class FakeServer:
                                       usage if (body.get("stream_options") or {}).get("include_usage") else None)
         return web.json_response({**head, "object": "chat.completion", "choices": [
             {"index": 0, "message": {"role": "assistant", "content": text}, "finish_reason": finish}], "usage": usage})
+
+    async def _wait(self, arrived: float) -> None:
+        """Answer `latency` seconds after the request arrived, the answer's computing included: a model server's
+        latency is its own work, so the fake's (a few milliseconds an answer, one after another) must not come
+        on top of it."""
+        await asyncio.sleep(max(0.0, self.latency - (time.monotonic() - arrived)))
 
     async def _stream(self, request: web.Request, head: dict[str, Any], text: str, finish: str,
                       usage: dict[str, int] | None) -> web.StreamResponse:
@@ -181,12 +187,11 @@ class FakeServer:
         return response
 
     async def _embeddings(self, request: web.Request) -> web.Response:
+        arrived = time.monotonic()
         body: dict[str, Any] = await request.json()
         self.requests.append(body)
         if (fault := await self._fault(request)) is not None:
             return fault
-        if self.latency:
-            await asyncio.sleep(self.latency)
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
         dimension = int(body.get("dimensions") or OPENAI_DIMENSIONS.get(str(body.get("model")), 128))
         tokens = sum(count_tokens(str(t), PROVIDER_ENCODING) for t in texts)
@@ -194,6 +199,7 @@ class FakeServer:
         self.served["prompt_tokens"] += tokens
         rows = [{"object": "embedding", "index": i, "embedding": embed_text(str(t), dimension)}
                 for i, t in enumerate(texts)]
+        await self._wait(arrived)
         return web.json_response({"object": "list", "model": body.get("model", ""), "data": rows,
                                   "usage": {"prompt_tokens": tokens, "total_tokens": tokens}})
 
