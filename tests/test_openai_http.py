@@ -55,6 +55,15 @@ def test_an_openai_compatible_server_at_an_api_base_is_called_straight():
     assert speaks_openai(ModelConfig(model="openai/gpt-4o-mini", client="openai"))
 
 
+def test_the_key_is_sent_as_a_bearer_token_from_the_settings_or_the_provider_s_variable(monkeypatch):
+    from graphrag_lite.llm.openai_http import api_key
+
+    monkeypatch.setenv("OPENAI_API_KEY", "sk-from-the-environment")
+    assert api_key(ModelConfig(model="openai/qwen", api_base="http://127.0.0.1:1/v1", api_key="sk-set")) == "sk-set"
+    assert api_key(ModelConfig(model="openai/qwen", api_base="http://127.0.0.1:1/v1")) == "sk-from-the-environment"
+    assert api_key(ModelConfig(model="hosted_vllm/qwen", api_base="http://127.0.0.1:1/v1")) == ""
+
+
 def test_a_streamed_answer_is_the_plain_answer(tmp_path, server):
     plain = gateway(tmp_path / "a", server, stream=False)
     streamed = gateway(tmp_path / "b", server, stream=True)
@@ -62,6 +71,7 @@ def test_a_streamed_answer_is_the_plain_answer(tmp_path, server):
     assert [body.get("stream") for body in server.requests] == [None, True]
     assert server.requests[1]["stream_options"] == {"include_usage": True}
     assert server.requests[0]["model"] == "fake"  # the model string without its provider
+    assert server.keys == ["Bearer sk-fake"] * 2
     assert plain.ledger.totals()["prompt_tokens"] == streamed.ledger.totals()["prompt_tokens"] > 0
 
 

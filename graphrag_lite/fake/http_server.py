@@ -91,6 +91,7 @@ class FakeServer:
     pieces_per_write: int = 8  # events sent in one write (a server flushes what it has generated)
     faults: list[tuple[int, str, dict[str, str]]] = field(default_factory=list)
     requests: list[dict[str, Any]] = field(default_factory=list)  # the bodies received, in order (for tests)
+    keys: list[str] = field(default_factory=list)  # their Authorization headers ("" when none)
     served: dict[str, int] = field(default_factory=lambda: {"chat": 0, "streamed": 0, "embeddings": 0,
                                                             "prompt_tokens": 0})
     _thread: threading.Thread | None = None
@@ -145,6 +146,7 @@ class FakeServer:
         arrived = time.monotonic()
         body: dict[str, Any] = await request.json()
         self.requests.append(body)
+        self.keys.append(request.headers.get("Authorization", ""))
         if (fault := await self._fault(request)) is not None:
             return fault
         text, finish, prompt, completion = reply(body["messages"], body.get("max_tokens"))
@@ -190,6 +192,7 @@ class FakeServer:
         arrived = time.monotonic()
         body: dict[str, Any] = await request.json()
         self.requests.append(body)
+        self.keys.append(request.headers.get("Authorization", ""))
         if (fault := await self._fault(request)) is not None:
             return fault
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]

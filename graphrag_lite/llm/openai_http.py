@@ -15,6 +15,7 @@ from __future__ import annotations
 
 import asyncio
 import json
+import os
 import re
 import time
 from dataclasses import dataclass
@@ -29,6 +30,8 @@ if TYPE_CHECKING:
 # providers whose LiteLLM model strings name an OpenAI-compatible server (at the model's api_base)
 OPENAI_COMPATIBLE = frozenset({"openai", "hosted_vllm", "lm_studio", "llamafile"})
 OPENAI_BASE = "https://api.openai.com/v1"
+KEY_VARIABLES = {"openai": "OPENAI_API_KEY", "hosted_vllm": "HOSTED_VLLM_API_KEY", "lm_studio": "LM_STUDIO_API_KEY",
+                 "llamafile": "LLAMAFILE_API_KEY"}  # where LiteLLM finds a key that settings.yaml does not give
 _CONTEXT_REFUSAL = re.compile(r"context[ _](?:length|size|window)|maximum context|too many tokens in the prompt",
                               re.IGNORECASE)
 # LiteLLM's own arguments, which a server must not be sent
@@ -72,6 +75,13 @@ def speaks_openai(model: ModelConfig) -> bool:
     return model.model.partition("/")[0] in OPENAI_COMPATIBLE and bool(model.api_base) and "/" in model.model
 
 
+def api_key(model: ModelConfig) -> str:
+    """The model's key, else its provider's variable in the environment, as LiteLLM reads it ("": none)."""
+    if model.api_key is not None:
+        return model.api_key.get_secret_value().strip()
+    return os.environ.get(KEY_VARIABLES.get(model.model.partition("/")[0], ""), "").strip()
+
+
 def served_name(model: ModelConfig) -> str:
     """The model name the server is asked for: the model string without its provider."""
     provider, slash, name = model.model.partition("/")
@@ -112,8 +122,8 @@ class OpenAIHTTP:
         timeout = aiohttp.ClientTimeout(total=None, sock_connect=model.timeout, sock_read=model.timeout) \
             if silence else aiohttp.ClientTimeout(total=None)
         headers = {"Content-Type": "application/json", **(args.get("extra_headers") or {})}
-        if model.api_key is not None and model.api_key.get_secret_value().strip():
-            headers["Authorization"] = f"Bearer {model.api_key.get_secret_value().strip()}"
+        if key := api_key(model):
+            headers["Authorization"] = f"Bearer {key}"
         body.update(args.get("extra_body") or {})
         url = f"{(model.api_base or OPENAI_BASE).rstrip('/')}/{path}"
         session = await self._session()
