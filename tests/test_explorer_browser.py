@@ -161,6 +161,8 @@ def explore(page: Any, base: str, entity: dict[str, Any], detail: dict[str, Any]
 
     # the keyboard path: ↓ from the search box into the results, Enter opens one
     search = page.get_by_label("Entity name")
+    search.fill("")  # the earlier search's results go first: ↓ must not land in a list about to be replaced
+    expect(page.get_by_test_id("search-result")).to_have_count(0)
     search.fill(entity["title"][:4])
     first = page.get_by_test_id("search-result").first
     first.wait_for()
