@@ -184,8 +184,8 @@ def test_an_index_through_a_real_http_server_equals_the_one_built_in_process(tmp
     over_http = make_project(tmp_path / "over_http", documents, "extract_graph:\n  format: tuples\n")
     (over_http / "settings.yaml").write_text(
         f"models:\n  default_chat_model:\n    model: openai/fake\n    api_base: {server.url}\n    api_key: sk-fake\n"
-        f"  default_embedding_model:\n    model: openai/fake-embedding\n    api_base: {server.url}\n"
-        "    api_key: sk-fake\nextract_graph:\n  format: tuples\n", encoding="utf-8")
+        "  default_embedding_model:\n    model: fake/embedding\n"  # a plug-in's embeddings: no LiteLLM either
+        "extract_graph:\n  format: tuples\n", encoding="utf-8")
     assert cli("index", "--root", in_process).exit_code == 0
     # in a process of its own, to see which libraries it needed
     done = subprocess.run([sys.executable, "-c", "import sys\nfrom graphrag_lite.cli import run_command\nsys.argv = "

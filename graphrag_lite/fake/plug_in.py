@@ -33,6 +33,10 @@ class FakeProvider:
 
         return direct.embeddings
 
+    def serves_without_litellm(self, model: str) -> bool:
+        """Its embedding models (their calls go to `embeddings`); its chat models answer through LiteLLM."""
+        return "embed" in model
+
     def unit_prices(self, model: str) -> tuple[float, float, float]:
         """USD per prompt, completion and cached prompt token (OpenAI's discount for cached ones)."""
         return FAKE_INPUT_PRICE, FAKE_OUTPUT_PRICE, FAKE_INPUT_PRICE / 2

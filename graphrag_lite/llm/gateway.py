@@ -48,6 +48,7 @@ from graphrag_lite.llm.providers import (
     ANTHROPIC_CACHE_POINTS,
     connection,
     marks_prompt_cache,
+    needs_litellm,
     supported_params,
 )
 from graphrag_lite.llm.streaming import StreamChoice
@@ -76,8 +77,8 @@ class Gateway:
         self.batcher = Batcher(config, self.ledger, self._transport.litellm) if batch else None
 
     def start_litellm(self) -> None:
-        """Import LiteLLM now (seconds) when a model may need it: one not called straight over HTTP."""
-        if any(not speaks_openai(model) for model in self.models.values()):
+        """Import LiteLLM now (seconds) when a model may need it (llm.providers.needs_litellm)."""
+        if any(needs_litellm(model) for model in self.models.values()):
             self._transport.litellm  # noqa: B018  # the property imports it
 
     # ------------------------------------------------------------ chat

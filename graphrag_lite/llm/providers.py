@@ -19,6 +19,7 @@ from urllib.parse import urlparse
 
 from graphrag_lite.config import ModelConfig
 from graphrag_lite.large_imports import import_large
+from graphrag_lite.llm.openai_http import speaks_openai
 
 LOCAL_PROVIDERS = {"ollama", "ollama_chat", "lm_studio", "llamafile", "hosted_vllm", "vllm", "xinference"}
 
@@ -60,9 +61,10 @@ class Provider(Protocol):
         """Its file and batch functions (LiteLLM's reach only the providers LiteLLM knows); None: no batches."""
 
     # Optional, read with getattr: `embeddings()`, a function (model string, texts) -> llm.openai_http's
-    # EmbeddingReply that embeds without LiteLLM (raising what an OpenAI-compatible server's errors raise), and
+    # EmbeddingReply that embeds without LiteLLM (raising what an OpenAI-compatible server's errors raise);
     # `unit_prices(model)`, USD per prompt, completion and cached prompt token, so that such calls are priced
-    # without LiteLLM's price map.
+    # without LiteLLM's price map; `serves_without_litellm(model)`, whether every call of that model string
+    # does without LiteLLM (a run then does not import it for that model).
 
 
 @functools.cache
@@ -88,6 +90,15 @@ def plugged_embeddings(model: str) -> Callable[[str, list[str]], Awaitable[Any]]
     provider = plugged(model)
     offered = getattr(provider, "embeddings", None)
     return offered() if offered is not None else None
+
+
+def needs_litellm(model: ModelConfig) -> bool:
+    """Whether calls to `model` may go through LiteLLM: not an OpenAI-compatible server called directly, nor a
+    plug-in's model that it serves on its own (`serves_without_litellm(model)`, optional)."""
+    if speaks_openai(model):
+        return False
+    serves = getattr(plugged(model.model), "serves_without_litellm", None)
+    return not (serves is not None and serves(model.model))
 
 
 def plugged_prices(model: str) -> tuple[float, float, float] | None:
