@@ -1,6 +1,6 @@
 """The fast method's tables on hand-built input, value by value: the rule-based records (a relationship described by
-the first window its pair shares in a text unit, read again from the unit), and the extractive reports (a
-community's best sentences: those naming the most of its entities, the first read on ties)."""
+the first window its pair shares in a text unit), and the extractive reports (a community's best sentences: those
+naming the most of its entities, the first read on ties)."""
 
 from __future__ import annotations
 

@@ -34,9 +34,9 @@ class NlpGraph:
 
 
 class _Reading:
-    """What one pass over the text units found, as integers where it is large. Windows are counted as they are read
-    (the names each is in, the pairs of names each holds), and kept only with two names or more (only those give
-    relationships): their text unit's row, their sentence (-1: the whole unit) and their names' numbers. Each
+    """What one pass over the text units found, as integers and Arrow text where it is large. Windows are counted
+    as they are read (the names each is in, the pairs of names each holds), and kept only with two names or more
+    (only those give relationships): their text unit's row, their names' numbers and their text, clipped. Each
     (text unit, name) is a mention, described by the sentence the name is first found in there."""
 
     def __init__(self) -> None:
@@ -45,7 +45,8 @@ class _Reading:
         self.pair_windows: Counter[tuple[str, str]] = Counter()
         self.names: list[str] = []  # each name found, once, numbered by its place here
         self.number: dict[str, int] = {}
-        self.window_unit, self.window_sentence, self.window_sizes, self.window_names = (array("q") for _ in range(4))
+        self.window_unit, self.window_sizes, self.window_names = array("q"), array("q"), array("q")
+        self.window_text = TextColumn()
         self.kinds: dict[str, Counter[str]] = {}  # the types each name was given
         self.frequency: Counter[str] = Counter()  # text units mentioning each name
         self.mention_unit, self.mention_name = array("q"), array("q")
@@ -58,21 +59,21 @@ class _Reading:
             self.names.append(spelled)
         return self.names[self.number[spelled]]
 
-    def add_window(self, unit: int, sentence: int, names: tuple[str, ...]) -> None:
+    def add_window(self, unit: int, text: str, names: tuple[str, ...]) -> None:
         present = sorted(set(names))
         self.name_windows.update(present)
         self.pair_windows.update(combinations(present, 2))
         if len(names) > 1:
             self.window_unit.append(unit)
-            self.window_sentence.append(sentence)
             self.window_sizes.append(len(names))
             self.window_names.extend(self.number[n] for n in names)
+            self.window_text.append(_clip(text))
 
-    def windows(self) -> Iterator[tuple[int, int, list[str]]]:
-        """The windows kept: (text unit row, sentence or -1, names)."""
+    def windows(self) -> Iterator[tuple[int, list[str], str]]:
+        """The windows kept: (text unit row, names, clipped text)."""
         start = 0
-        for unit, sentence, size in zip(self.window_unit, self.window_sentence, self.window_sizes, strict=True):
-            yield unit, sentence, [self.names[n] for n in self.window_names[start:start + size]]
+        for unit, size, text in zip(self.window_unit, self.window_sizes, self.window_text.values(), strict=True):
+            yield unit, [self.names[n] for n in self.window_names[start:start + size]], text
             start += size
 
 
@@ -100,7 +101,8 @@ def extract_nlp_graph(units: pd.DataFrame, cfg: ExtractGraphNlpConfig,
     counts = {"names_found": len(found.frequency), "entities_kept": len(kept), "rare_entities_pruned":
               len(found.frequency) - len(kept) - len(hubs), "hubs_removed": len(hubs),
               "windows": found.total_windows, "co_occurring_pairs": len(pair_windows), "edges_kept": len(edges)}
-    return NlpGraph(_entity_table(found, units["id"], kept), _relationship_table(found, units, kept, edges), counts)
+    return NlpGraph(_entity_table(found, units["id"], kept), _relationship_table(found, units["id"], kept, edges),
+                    counts)
 
 
 def _read_units(units: pd.DataFrame, known: set[str], window: str, advance: Callable[[], None]) -> _Reading:
@@ -117,12 +119,12 @@ def _read_units(units: pd.DataFrame, known: set[str], window: str, advance: Call
         _add_mentions(found, row, unit_sentences, first)
         if window == "text_unit":
             found.total_windows += 1
-            found.add_window(row, -1, tuple(dict.fromkeys(n for in_sentence in by_sentence.values()
-                                                          for n in in_sentence)))
+            found.add_window(row, text, tuple(dict.fromkeys(n for in_sentence in by_sentence.values()
+                                                            for n in in_sentence)))
         else:
             found.total_windows += len(unit_sentences)
             for i, in_sentence in sorted(by_sentence.items()):
-                found.add_window(row, i, tuple(in_sentence))
+                found.add_window(row, unit_sentences[i], tuple(in_sentence))
         advance()
     return found
 
@@ -152,22 +154,19 @@ def _entity_table(found: _Reading, unit_ids: pd.Series, kept: set[str]) -> pd.Da
     return pd.DataFrame({c: v.reset_index(drop=True) for c, v in columns.items()}, columns=ENTITY_COLUMNS)
 
 
-def _relationship_table(found: _Reading, units: pd.DataFrame, kept: set[str],
+def _relationship_table(found: _Reading, unit_ids: pd.Series, kept: set[str],
                         edges: dict[tuple[str, str], float]) -> pd.DataFrame:
-    """One row a (text unit, pair of names with an edge), described by the first window they share there (its
-    text read again from the unit: the windows kept no text)."""
+    """One row a (text unit, pair of names with an edge), described by the first window they share there."""
     rows, sources, targets, strengths = array("q"), array("q"), array("q"), array("d")
     descriptions = TextColumn()
     seen: set[tuple[str, str]] = set()  # the pairs of the current unit (a unit's windows come together)
-    current, unit_sentences = -1, Reread(units["text"])
-    for row, sentence, names in found.windows():
+    current = -1
+    for row, names, clipped in found.windows():
         if row != current:
-            current, unit_sentences, seen = row, Reread(units["text"], row), set()
-        clipped = ""
+            current, seen = row, set()
         for a, b in combinations(sorted(set(names) & kept), 2):
             if (a, b) in edges and (a, b) not in seen:
                 seen.add((a, b))
-                clipped = clipped or _clip(unit_sentences.window(sentence))
                 rows.append(row)
                 sources.append(found.number[a])
                 targets.append(found.number[b])
@@ -176,30 +175,11 @@ def _relationship_table(found: _Reading, units: pd.DataFrame, kept: set[str],
     if not rows:
         return pd.DataFrame([], columns=RELATIONSHIP_COLUMNS)
     spelled = pd.Series(found.names, dtype="str")
-    columns = {"text_unit_id": units["id"].take(np.frombuffer(rows, dtype=np.int64)),
+    columns = {"text_unit_id": unit_ids.take(np.frombuffer(rows, dtype=np.int64)),
                "source": spelled.take(np.frombuffer(sources, dtype=np.int64)),
                "target": spelled.take(np.frombuffer(targets, dtype=np.int64)),
                "description": descriptions.series(), "strength": pd.Series(np.frombuffer(strengths, dtype=np.float64))}
     return pd.DataFrame({c: v.reset_index(drop=True) for c, v in columns.items()}, columns=RELATIONSHIP_COLUMNS)
-
-
-class Reread:
-    """A text unit's text and sentences, read again from its table only when asked for (once each)."""
-
-    def __init__(self, texts: pd.Series, row: int = -1) -> None:
-        self.texts, self.row = texts, row
-        self.text: str | None = None
-        self.sentences: list[str] | None = None
-
-    def window(self, sentence: int) -> str:
-        """The text of a window: a sentence, or the whole unit (-1)."""
-        if self.text is None:
-            self.text = str(self.texts.iloc[self.row])
-        if sentence < 0:
-            return self.text
-        if self.sentences is None:
-            self.sentences = sentences(self.text)
-        return self.sentences[sentence]
 
 
 def _hubs(edges: dict[tuple[str, str], float], count: int) -> set[str]:

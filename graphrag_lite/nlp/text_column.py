@@ -3,6 +3,8 @@ descriptions never wait as Python strings (about 50 bytes more each, and scatter
 
 from __future__ import annotations
 
+from collections.abc import Iterator
+
 import numpy as np
 import pandas as pd
 import pyarrow as pa
@@ -22,6 +24,12 @@ class TextColumn:
         self.pending.append(value)
         if len(self.pending) >= BATCH:
             self._flush()
+
+    def values(self) -> Iterator[str]:
+        """The values in order, as Python strings a batch at a time."""
+        self._flush()
+        for batch in self.batches:
+            yield from batch.to_pylist()
 
     def series(self, keep: np.ndarray | None = None) -> pd.Series:
         """The column (with the dtype pandas gives text), or its values where `keep` is true; the batches are let go
