@@ -12,6 +12,7 @@ import math
 from array import array
 from collections import Counter
 from collections.abc import Callable
+from itertools import pairwise
 from typing import Any
 
 import numpy as np
@@ -26,10 +27,13 @@ MAX_FINDINGS = 5
 
 
 def run(ctx: StageContext) -> StageResult:
-    communities, text_units = ctx.read("communities"), ctx.read("text_units")
+    # only the columns read here are kept (a table's lists of ids are most of its memory), the largest table first
+    text_units = ctx.read("text_units")[["id", "text"]]
+    entities = ctx.read("entities")[["id", "title", "human_readable_id", "text_unit_ids"]]
+    relationships = ctx.read("relationships")[["id", "source", "target"]]
+    communities = ctx.read("communities")
     with ctx.bar(len(text_units) + len(communities), "text units read, then reports") as advance:
-        reports = extractive_reports(communities, ctx.read("entities"), ctx.read("relationships"), text_units,
-                                     advance)
+        reports = extractive_reports(communities, entities, relationships, text_units, advance)
     return StageResult(tables={"community_reports": reports},
                        summary=f"{len(reports)} extractive reports (no model)")
 
@@ -76,19 +80,14 @@ class SentenceMentions:
         self.ids = entities["id"].tolist()
         self.number = {eid: i for i, eid in enumerate(self.ids)}
         self.texts = text_units["text"]
-        row_of_unit = {uid: row for row, uid in enumerate(text_units["id"])}
-        by_unit: dict[int, list[tuple[int, str]]] = {}
-        for entity, (title, units) in enumerate(zip(entities["title"], entities["text_unit_ids"], strict=True)):
-            name = f" {normalize_name(title)} "
-            for uid in units:
-                if (row := row_of_unit.get(uid)) is not None:
-                    by_unit.setdefault(row, []).append((entity, name))
+        names = [f" {normalize_name(title)} " for title in entities["title"]]
+        listed, bounds = _listed(entities["text_unit_ids"], text_units["id"])
         places, named, counts = array("q"), array("q"), array("q")  # (unit, sentence) and entities of each
-        for row, text in enumerate(self.texts):
-            candidates = by_unit.get(row, [])
+        for (row, text), (start, end) in zip(enumerate(self.texts), pairwise(bounds), strict=True):
+            candidates = listed[start:end].tolist()
             for index, sentence in enumerate(sentences(text) if candidates else ()):
                 key = f" {normalize_name(sentence)} "
-                found = {entity for entity, name in candidates if name in key}
+                found = {entity for entity in candidates if names[entity] in key}
                 if found:
                     places.extend((row, index))
                     named.extend(sorted(found))
@@ -119,6 +118,22 @@ class SentenceMentions:
     def _text(self, mention: int) -> str:
         row, index = self.places[mention].tolist()
         return " ".join(sentences(self.texts.iloc[row])[index].split())[:500]
+
+
+def _listed(entity_units: pd.Series, unit_ids: pd.Series) -> tuple[np.ndarray, list[int]]:
+    """The entities (their rows) that list each text unit, by unit: those of unit row r are between the r-th and
+    the next bound."""
+    row_of_unit = {uid: row for row, uid in enumerate(unit_ids)}
+    units, entities = array("q"), array("q")
+    for entity, listed in enumerate(entity_units):
+        for uid in listed:
+            if (row := row_of_unit.get(uid)) is not None:
+                units.append(row)
+                entities.append(entity)
+    unit = np.frombuffer(units, dtype=np.int64)
+    order = np.argsort(unit, kind="stable")
+    bounds = np.searchsorted(unit[order], np.arange(len(unit_ids) + 1)).tolist()
+    return np.frombuffer(entities, dtype=np.int64)[order], bounds
 
 
 def _ids(found: set[str], readable: dict[str, Any]) -> str:
