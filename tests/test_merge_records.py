@@ -88,6 +88,7 @@ def test_the_coded_merge_gives_the_per_record_merges_tables(seed):
 
 def test_the_coded_merge_of_nothing():
     raw, rels = random_records(0)
-    for entity_rows, relationship_rows in ((0, 0), (len(raw), 0)):
-        got = merge_graph(raw.iloc[:entity_rows], rels.iloc[:relationship_rows])
-        assert_same_merge(got, reference_merge.merge_graph(raw.iloc[:entity_rows], rels.iloc[:relationship_rows]))
+    unusable = raw.assign(name="!!!")  # every record's name is only punctuation
+    for entity_records, relationship_records in ((raw.iloc[:0], rels.iloc[:0]), (raw, rels.iloc[:0]), (unusable, rels)):
+        assert_same_merge(merge_graph(entity_records, relationship_records),
+                          reference_merge.merge_graph(entity_records, relationship_records))

@@ -61,10 +61,10 @@ def merge_graph(raw_entities: pd.DataFrame, raw_relationships: pd.DataFrame, res
     spellings = records.spellings()
     # a group is titled by its canonical name's own spelling ("TAYLOR CRUZ", not its more frequent alias "TAYLOR")
     titles = {k: _title(spellings[i]) for i, k in enumerate(keys)}
-    group_of_key = [records.index[canonical[k]] for k in keys]  # each key's canonical key
-    entities = _entity_rows(records, group_of_key, [titles[k] for k in keys])
+    canonical_of = [records.index[canonical[k]] for k in keys]  # the number of each key's canonical key
+    entities = _entity_rows(records, canonical_of, [titles[k] for k in keys])
     aliases = _alias_rows(keys, spellings, canonical, titles, resolution.decisions)
-    relationships, problems, counts = ends.merged([titles[keys[g]] for g in group_of_key])
+    relationships, problems, counts = ends.merged([titles[keys[c]] for c in canonical_of])
     counts.update({"raw_entity_records": len(raw_entities), "names_after_normalization": len(keys),
                    "records_without_a_usable_name": records.without_key,
                    "entities": len(entities), "merged_as_aliases": len(resolution.decisions),
@@ -101,7 +101,7 @@ class _EntityRecords:
         for k, rank in zip(distinct, ranks.tolist(), strict=True):
             self.keys[rank] = k
         self.index = {k: i for i, k in enumerate(self.keys)}
-        ranked = np.where(row_keys >= 0, ranks[np.maximum(row_keys, 0)], -1)
+        ranked = np.append(ranks, -1)[row_keys]  # a record without a key keeps -1
         self.without_key = int((ranked < 0).sum())
         self.rows = np.argsort(ranked, kind="stable")[self.without_key:]
         self.key = ranked[self.rows]
@@ -131,9 +131,9 @@ class _EntityRecords:
         """What the text says about each key: its distinct descriptions joined, the first DESCRIBED_CHARACTERS in
         lower case (only as many are read as make them up)."""
         codes, groups = self.by_key.distinct_codes(self.description)
-        texts = np.fromiter((isinstance(v, str) for v in self.description.values), dtype=bool,
-                            count=len(self.description.values))
-        codes, groups = codes[texts[codes]], groups[texts[codes]]
+        is_text = np.fromiter((isinstance(v, str) for v in self.description.values), dtype=bool,
+                              count=len(self.description.values))
+        codes, groups = codes[is_text[codes]], groups[is_text[codes]]
         lengths = np.fromiter((len(v) if isinstance(v, str) else 0 for v in self.description.values), dtype=np.int64,
                               count=len(self.description.values))[codes] + 1  # and the space that joins them
         # a description is read while the ones before it in its group, joined, are shorter than DESCRIBED_CHARACTERS
