@@ -17,9 +17,6 @@ class TextColumn:
         self.batches: list[pa.Array] = []
         self.pending: list[str] = []
 
-    def __len__(self) -> int:
-        return sum(len(batch) for batch in self.batches) + len(self.pending)
-
     def append(self, value: str) -> None:
         self.pending.append(value)
         if len(self.pending) >= BATCH:
