@@ -5,16 +5,24 @@ relationships to the surviving entities, and merge duplicate and reversed edges 
 is dropped without a count: an entity seen with two types keeps every description and text unit (the
 majority type wins, the others are listed), and a relationship whose end is not an extracted entity, or
 that becomes a self-loop by merging, is counted and reported.
+
+Records are read as integer codes (coded.py): each distinct name, type, description and text unit is one Python
+object, and a record a row of codes, so a million records cost arrays and their distinct texts; names are
+normalized once each, not once a record.
 """
 
 from __future__ import annotations
 
 from collections import Counter, defaultdict
+from collections.abc import Callable
 from dataclasses import dataclass, field
+from functools import cached_property
 
+import numpy as np
 import pandas as pd
 
 from graphrag_lite.alias_overrides import NORMALIZED, AliasOverrides
+from graphrag_lite.graph.coded import Coded, Grouped, coded, cut, first_appearance_ranks
 from graphrag_lite.graph.resolution import Candidate, Resolution, find_aliases, majority
 from graphrag_lite.names import honorific_gender, normalize_name
 
@@ -22,6 +30,7 @@ ENTITY_COLUMNS = ["title", "type", "other_types", "descriptions", "text_unit_ids
 RELATIONSHIP_COLUMNS = ["source", "target", "descriptions", "weight", "text_unit_ids"]
 ALIAS_COLUMNS = ["alias", "title", "reason", "score"]
 AMBIGUOUS_COLUMNS = ["title", "could_be", "why"]
+DESCRIBED_CHARACTERS = 4000  # of a name's descriptions, what resolution reads ("a lake" lets "Ostra" be "Lake Ostra")
 
 
 @dataclass
@@ -38,51 +47,26 @@ class MergeResult:
 def merge_graph(raw_entities: pd.DataFrame, raw_relationships: pd.DataFrame, resolve: bool = True,
                 max_edits: int = 1, generic_words: dict[str, frozenset[str]] | None = None,
                 overrides: AliasOverrides | None = None) -> MergeResult:
-    # records by text unit id (a hash of the text), in their order within a unit: the merged graph (a pair's
-    # direction, the order of descriptions) then does not depend on the order of the input files, so an
-    # update gives what a rebuild of the same documents gives
-    raw_entities, raw_relationships = (raw.sort_values("text_unit_id", kind="stable").reset_index(drop=True)
-                                       for raw in (raw_entities, raw_relationships))
     key_of = overrides.key if overrides else normalize_name
-    keys = [key_of(n) for n in raw_entities["name"]]
-    groups: dict[str, list[int]] = defaultdict(list)
-    for row, key in enumerate(keys):
-        if key:
-            groups[key].append(row)
-    names = raw_entities["name"].tolist()
-    types = raw_entities["type"].tolist()
-    units = raw_entities["text_unit_id"].tolist()
-
-    rel_keys = [(key_of(s), key_of(t)) for s, t in zip(raw_relationships["source"],
-                                                                      raw_relationships["target"], strict=True)]
-    neighbours: dict[str, set[str]] = defaultdict(set)
-    for s, t in rel_keys:
-        if s in groups and t in groups and s != t:
-            neighbours[s].add(t)
-            neighbours[t].add(s)
-    key_units = {k: {units[r] for r in rows} for k, rows in groups.items()}
-
-    canonical = {k: k for k in groups}
+    records = _EntityRecords(raw_entities, key_of)
+    ends = _RelationshipEnds(raw_relationships, key_of, records.index)
+    keys = records.keys
+    canonical = {k: k for k in keys}
     resolution = Resolution([], {})
     if resolve:
-        descriptions = raw_entities["description"].tolist()
-        candidates = [Candidate(k, majority([types[r] for r in rows])[0], len(key_units[k]),
-                                _gender([names[r] for r in rows]), _described([descriptions[r] for r in rows]))
-                      for k, rows in groups.items()]
-        resolution = find_aliases(candidates, neighbours, key_units, max_edits, generic_words=generic_words,
-                                  overrides=overrides)
+        resolution = find_aliases(records.candidates(), ends.neighbours(keys), records.units_by_key(), max_edits,
+                                  generic_words=generic_words, overrides=overrides)
         canonical.update({d.alias: d.canonical for d in resolution.decisions})
 
-    members: dict[str, list[int]] = defaultdict(list)
-    for key, rows in groups.items():
-        members[canonical[key]].extend(rows)
+    spellings = records.spellings()
     # a group is titled by its canonical name's own spelling ("TAYLOR CRUZ", not its more frequent alias "TAYLOR")
-    titles = {c: _title([names[r] for r in groups[c]]) for c in members}
-    entities = _entity_rows(members, groups, titles, raw_entities)
-    aliases = _alias_rows(groups, canonical, titles, names, resolution.decisions)
-    relationships, problems, counts = _relationship_rows(raw_relationships, rel_keys, canonical, titles)
-    counts.update({"raw_entity_records": len(raw_entities), "names_after_normalization": len(groups),
-                   "records_without_a_usable_name": sum(1 for key in keys if not key),
+    titles = {k: _title(spellings[i]) for i, k in enumerate(keys)}
+    canonical_of = [records.index[canonical[k]] for k in keys]  # the number of each key's canonical key
+    entities = _entity_rows(records, canonical_of, [titles[k] for k in keys])
+    aliases = _alias_rows(keys, spellings, canonical, titles, resolution.decisions)
+    relationships, problems, counts = ends.merged([titles[keys[c]] for c in canonical_of])
+    counts.update({"raw_entity_records": len(raw_entities), "names_after_normalization": len(keys),
+                   "records_without_a_usable_name": records.without_key,
                    "entities": len(entities), "merged_as_aliases": len(resolution.decisions),
                    "ambiguous_names_left_apart": len(resolution.ambiguous),
                    "overrides_not_applied": len(resolution.overrides_not_applied)})
@@ -91,8 +75,81 @@ def merge_graph(raw_entities: pd.DataFrame, raw_relationships: pd.DataFrame, res
                        resolution.overrides_not_applied)
 
 
-def _described(descriptions: list[object]) -> str:
-    return " ".join(str(d) for d in dict.fromkeys(descriptions) if isinstance(d, str))[:4000].lower()
+def _in_unit_order(raw: pd.DataFrame) -> tuple[np.ndarray, Coded]:
+    """The rows by text unit id (a hash of the text), in their order within a unit, and the coded unit ids: the
+    merged graph (a pair's direction, the order of descriptions) then does not depend on the order of the input
+    files, so an update gives what a rebuild of the same documents gives."""
+    units = coded(raw["text_unit_id"], sort=True)
+    order = np.argsort(units.codes, kind="stable")
+    return order, units.reordered(order)
+
+
+class _EntityRecords:
+    """The entity records in text-unit order, coded, and grouped by their usable key (normalized name): `keys` in
+    order of first appearance, `rows` the records sorted by key (then text-unit order), `key` each one's key."""
+
+    def __init__(self, raw: pd.DataFrame, key_of: Callable[[str], str]) -> None:
+        order, self.unit = _in_unit_order(raw)
+        self.name, self.type, self.description = (coded(raw[column]).reordered(order)
+                                                  for column in ("name", "type", "description"))
+        name_keys = [key_of(n) for n in self.name.values]
+        distinct = list(dict.fromkeys(k for k in name_keys if k))
+        number = {k: i for i, k in enumerate(distinct)}
+        row_keys = np.array([number.get(k, -1) for k in name_keys], dtype=np.int64)[self.name.codes]
+        ranks = first_appearance_ranks(row_keys, len(distinct))
+        self.keys = [""] * len(distinct)
+        for k, rank in zip(distinct, ranks.tolist(), strict=True):
+            self.keys[rank] = k
+        self.index = {k: i for i, k in enumerate(self.keys)}
+        ranked = np.append(ranks, -1)[row_keys]  # a record without a key keeps -1
+        self.without_key = int((ranked < 0).sum())
+        self.rows = np.argsort(ranked, kind="stable")[self.without_key:]
+        self.key = ranked[self.rows]
+        self.by_key = Grouped(self.rows, self.key, len(self.keys))
+
+    def per_key(self, column: Coded) -> list[list]:
+        """The distinct values of `column` each key has, in order of first appearance."""
+        return self.by_key.distinct(column)
+
+    def units_by_key(self) -> dict[str, set[str]]:
+        return {k: set(units) for k, units in zip(self.keys, self.per_key(self.unit), strict=True)}
+
+    def candidates(self) -> list[Candidate]:
+        kinds = self.kinds
+        units = self.per_key(self.unit)
+        genders = [_gender(names) for names in self.per_key(self.name)]
+        described = self.described()
+        return [Candidate(k, kinds[i], len(units[i]), genders[i], described[i]) for i, k in enumerate(self.keys)]
+
+    @cached_property
+    def kinds(self) -> list[str]:
+        """Each key's majority type, over its records."""
+        return [majority(types)[0] for types in cut(self.type.at(self.type.codes[self.rows]), self.key,
+                                                     len(self.keys))]
+
+    def described(self) -> list[str]:
+        """What the text says about each key: its distinct descriptions joined, the first DESCRIBED_CHARACTERS in
+        lower case (only as many are read as make them up)."""
+        codes, groups = self.by_key.distinct_codes(self.description)
+        is_text = np.fromiter((isinstance(v, str) for v in self.description.values), dtype=bool,
+                              count=len(self.description.values))
+        codes, groups = codes[is_text[codes]], groups[is_text[codes]]
+        lengths = np.fromiter((len(v) if isinstance(v, str) else 0 for v in self.description.values), dtype=np.int64,
+                              count=len(self.description.values))[codes] + 1  # and the space that joins them
+        # a description is read while the ones before it in its group, joined, are shorter than DESCRIBED_CHARACTERS
+        before = np.cumsum(lengths) - lengths
+        needed = before - before[np.searchsorted(groups, groups)] <= DESCRIBED_CHARACTERS
+        per_key = cut(self.description.at(codes[needed]), groups[needed], len(self.keys))
+        return [" ".join(texts)[:DESCRIBED_CHARACTERS].lower() for texts in per_key]
+
+    def spellings(self) -> list[Counter[str]]:
+        """How often each key is written each way (upper case, spaces collapsed)."""
+        pairs, counts = np.unique(np.stack([self.key, self.name.codes[self.rows]]), axis=1, return_counts=True)
+        spelled = [" ".join(n.split()).upper() for n in self.name.values]
+        found: list[Counter[str]] = [Counter() for _ in self.keys]
+        for key, name, count in zip(*pairs.tolist(), counts.tolist(), strict=True):
+            found[key][spelled[name]] += count
+        return found
 
 
 def _gender(raw_names: list[str]) -> str:
@@ -100,35 +157,37 @@ def _gender(raw_names: list[str]) -> str:
     return said.pop() if len(said) == 1 else ""
 
 
-def _title(raw_names: list[str]) -> str:
+def _title(spellings: Counter[str]) -> str:
     """The most common spelling, upper-cased (GraphRAG's titles are upper case)."""
-    spellings = Counter(" ".join(n.split()).upper() for n in raw_names)
     return max(spellings, key=lambda s: (spellings[s], -len(s), s))
 
 
-def _entity_rows(members: dict[str, list[int]], own: dict[str, list[int]], titles: dict[str, str],
-                 raw: pd.DataFrame) -> pd.DataFrame:
-    """One row per node. Its type is its canonical name's own (rules merge only names of one type; a user's or
-    the model's merge across types keeps the type of the name merged into); the other types are listed."""
-    types, descriptions, units = raw["type"].tolist(), raw["description"].tolist(), raw["text_unit_id"].tolist()
-    rows = []
-    for key, indices in members.items():
-        kind = majority([types[i] for i in own[key]])[0]
-        others = [t for t in dict.fromkeys(types[i] for i in indices) if t and t != kind]
-        texts = list(dict.fromkeys(d for d in (descriptions[i] for i in indices) if d))
-        unit_ids = list(dict.fromkeys(units[i] for i in indices))
-        rows.append((titles[key], kind, others, texts, unit_ids, len(unit_ids)))
+def _entity_rows(records: _EntityRecords, canonical_of: list[int], titles: list[str]) -> pd.DataFrame:
+    """One row per node, from the records of its keys (keys in order of first appearance, each key's records in
+    text-unit order). Its type is its canonical name's own (rules merge only names of one type; a user's or the
+    model's merge across types keeps the type of the name merged into); the other types are listed."""
+    node_of: dict[int, int] = {}  # canonical key -> its node, in order of the node's first key
+    for canonical in canonical_of:
+        node_of.setdefault(canonical, len(node_of))
+    node = np.array([node_of[c] for c in canonical_of], dtype=np.int64)[records.key]
+    by_node = np.argsort(node, kind="stable")
+    grouped = Grouped(records.rows[by_node], node[by_node], len(node_of))
+    types, texts, units = (grouped.distinct(column, given_only=column is records.description)
+                           for column in (records.type, records.description, records.unit))
+    kinds = records.kinds
+    rows = [(titles[c], kinds[c], [t for t in types[i] if t and t != kinds[c]], texts[i], units[i], len(units[i]))
+            for i, c in enumerate(node_of)]
     table = pd.DataFrame(rows, columns=ENTITY_COLUMNS)
     return table.sort_values("title", kind="stable").reset_index(drop=True)
 
 
-def _alias_rows(groups: dict[str, list[int]], canonical: dict[str, str], titles: dict[str, str], names: list[str],
+def _alias_rows(keys: list[str], spellings: list[Counter[str]], canonical: dict[str, str], titles: dict[str, str],
                 decisions: list) -> pd.DataFrame:
     reasons = {d.alias: (d.reason, d.score) for d in decisions}
     rows = []
-    for key, indices in groups.items():
+    for key, spelled in zip(keys, spellings, strict=True):
         target = canonical[key]
-        for spelling in sorted({" ".join(names[i].split()).upper() for i in indices}):
+        for spelling in sorted(spelled):
             if spelling == titles[target]:
                 continue
             reason, score = reasons.get(key, (NORMALIZED, 1.0))
@@ -143,30 +202,54 @@ def _ambiguous_rows(ambiguous: dict[str, tuple[list[str], str]], titles: dict[st
     return pd.DataFrame(sorted(rows), columns=AMBIGUOUS_COLUMNS)
 
 
-def _relationship_rows(raw: pd.DataFrame, keys: list[tuple[str, str]], canonical: dict[str, str],
-                       titles: dict[str, str]) -> tuple[pd.DataFrame, list[str], dict[str, int]]:
-    merged: dict[tuple[str, str], dict[str, list]] = {}
-    unknown, self_loops = [], 0
-    descriptions, strengths = raw["description"].tolist(), raw["strength"].tolist()
-    units = raw["text_unit_id"].tolist()
-    for i, (s, t) in enumerate(keys):
-        if s not in canonical or t not in canonical:
-            missing = raw["source"].iloc[i] if s not in canonical else raw["target"].iloc[i]
-            unknown.append(f"relationship {raw['source'].iloc[i]} -> {raw['target'].iloc[i]}: "
-                           f"'{missing}' is not an extracted entity")
-            continue
-        a, b = titles[canonical[s]], titles[canonical[t]]
-        if a == b:
-            self_loops += 1
-            continue
-        pair = (a, b) if (b, a) not in merged else (b, a)  # undirected: reversed edges are the same edge
-        entry = merged.setdefault(pair, {"descriptions": [], "weights": [], "units": []})
-        entry["descriptions"].append(descriptions[i])
-        entry["weights"].append(float(strengths[i]))
-        entry["units"].append(units[i])
-    rows = [(a, b, list(dict.fromkeys(d for d in e["descriptions"] if d)), sum(e["weights"]),
-             list(dict.fromkeys(e["units"]))) for (a, b), e in merged.items()]
-    table = pd.DataFrame(rows, columns=RELATIONSHIP_COLUMNS).sort_values(["source", "target"], kind="stable")
-    counts = {"raw_relationship_records": len(raw), "relationships": len(table),
-              "relationships_to_unknown_entities": len(unknown), "self_loops_after_merging": self_loops}
-    return table.reset_index(drop=True), unknown, counts
+class _RelationshipEnds:
+    """The relationship records in text-unit order, coded, with the key of each end (-1: not an extracted name)."""
+
+    def __init__(self, raw: pd.DataFrame, key_of: Callable[[str], str], index: dict[str, int]) -> None:
+        order, self.unit = _in_unit_order(raw)
+        self.records = len(raw)
+        self.source, self.target, self.description = (coded(raw[column]).reordered(order)
+                                                      for column in ("source", "target", "description"))
+        self.strength = raw["strength"].to_numpy()[order]
+        self.ends = [np.array([index.get(key_of(n), -1) for n in end.values], dtype=np.int64)[end.codes]
+                     for end in (self.source, self.target)]
+
+    def neighbours(self, keys: list[str]) -> dict[str, set[str]]:
+        """The names each name is related to (through records between two extracted names)."""
+        source, target = self.ends
+        both = (source >= 0) & (target >= 0) & (source != target)
+        found: dict[str, set[str]] = defaultdict(set)
+        for s, t in zip(*np.unique(np.stack([source[both], target[both]]), axis=1).tolist(), strict=True):
+            found[keys[s]].add(keys[t])
+            found[keys[t]].add(keys[s])
+        return found
+
+    def merged(self, titles: list[str]) -> tuple[pd.DataFrame, list[str], dict[str, int]]:
+        """One row per pair of titles (each key's node's title in `titles`): reversed edges are the same edge, in
+        the direction of its first record; its weight the sum of its records' strengths."""
+        source, target = self.ends
+        known = (source >= 0) & (target >= 0)
+        unknown = [self._unknown(i, source[i] < 0) for i in np.flatnonzero(~known).tolist()]
+        names = list(dict.fromkeys(titles))
+        number = {title: i for i, title in enumerate(names)}
+        title_of = np.array([number[t] for t in titles], dtype=np.int64)
+        rows = np.flatnonzero(known)
+        a, b = title_of[source[rows]], title_of[target[rows]]
+        loops = a == b
+        rows, a, b = rows[~loops], a[~loops], b[~loops]
+        pair = pd.factorize(np.minimum(a, b) * len(names) + np.maximum(a, b))[0]  # by first appearance
+        first = np.unique(pair, return_index=True)[1]
+        by_pair = np.argsort(pair, kind="stable")
+        grouped = Grouped(rows[by_pair], pair[by_pair], len(first))
+        descriptions, units = grouped.distinct(self.description, given_only=True), grouped.distinct(self.unit)
+        strengths = cut([float(s) for s in self.strength[grouped.rows].tolist()], grouped.groups, grouped.count)
+        table = pd.DataFrame([(names[a[f]], names[b[f]], descriptions[p], sum(strengths[p]), units[p])
+                              for p, f in enumerate(first.tolist())], columns=RELATIONSHIP_COLUMNS)
+        table = table.sort_values(["source", "target"], kind="stable")
+        counts = {"raw_relationship_records": self.records, "relationships": len(table),
+                  "relationships_to_unknown_entities": len(unknown), "self_loops_after_merging": int(loops.sum())}
+        return table.reset_index(drop=True), unknown, counts
+
+    def _unknown(self, row: int, source_unknown: bool) -> str:
+        source, target = self.source.values[self.source.codes[row]], self.target.values[self.target.codes[row]]
+        return f"relationship {source} -> {target}: '{source if source_unknown else target}' is not an extracted entity"

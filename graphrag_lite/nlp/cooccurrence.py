@@ -9,15 +9,18 @@ each window it appears in, so its merged weight grows with evidence.
 from __future__ import annotations
 
 import math
+from array import array
 from collections import Counter
-from collections.abc import Callable
+from collections.abc import Callable, Iterator
 from dataclasses import dataclass, field
 from itertools import combinations
 
+import numpy as np
 import pandas as pd
 
 from graphrag_lite.config import ExtractGraphNlpConfig
 from graphrag_lite.nlp.extractor import capitalised_mid_sentence, extract_mentions, majority_type, sentences
+from graphrag_lite.nlp.text_column import TextColumn
 
 ENTITY_COLUMNS = ["text_unit_id", "name", "type", "description"]
 RELATIONSHIP_COLUMNS = ["text_unit_id", "source", "target", "description", "strength"]
@@ -30,28 +33,48 @@ class NlpGraph:
     counts: dict[str, int] = field(default_factory=dict)
 
 
-@dataclass
 class _Reading:
-    """What one pass over the text units found. Windows are counted as they are read (the names each is in,
-    the pairs of names each holds), and kept only with two names or more (only those give relationships):
-    (text unit id, text, names). Each (text unit, name) is a row of `mentioned`, described by the sentence the
-    name is first found in there."""
+    """What one pass over the text units found, as integers and Arrow text where it is large. Windows are counted
+    as they are read (the names each is in, the pairs of names each holds), and kept only with two names or more
+    (only those give relationships): their text unit's row, their names' numbers and their text, clipped. Each
+    (text unit, name) is a mention, described by the sentence the name is first found in there."""
 
-    total_windows: int = 0
-    name_windows: Counter[str] = field(default_factory=Counter)
-    pair_windows: Counter[tuple[str, str]] = field(default_factory=Counter)
-    windows: list[tuple[str, str, tuple[str, ...]]] = field(default_factory=list)
-    kinds: dict[str, Counter[str]] = field(default_factory=dict)  # the types each name was given
-    frequency: Counter[str] = field(default_factory=Counter)  # text units mentioning each name
-    mentioned: dict[str, list[str]] = field(default_factory=lambda: {"text_unit_id": [], "name": [],
-                                                                      "description": []})
+    def __init__(self) -> None:
+        self.total_windows = 0
+        self.name_windows: Counter[str] = Counter()
+        self.pair_windows: Counter[tuple[str, str]] = Counter()
+        self.names: list[str] = []  # each name found, once, numbered by its place here
+        self.number: dict[str, int] = {}
+        self.window_unit, self.window_sizes, self.window_names = array("q"), array("q"), array("q")
+        self.window_text = TextColumn()
+        self.kinds: dict[str, Counter[str]] = {}  # the types each name was given
+        self.frequency: Counter[str] = Counter()  # text units mentioning each name
+        self.mention_unit, self.mention_name = array("q"), array("q")
+        self.mention_description = TextColumn()
 
-    def add_window(self, unit_id: str, text: str, names: tuple[str, ...]) -> None:
+    def name(self, spelled: str) -> str:
+        """The one string of a name, however often it is found (numbered the first time)."""
+        if spelled not in self.number:
+            self.number[spelled] = len(self.names)
+            self.names.append(spelled)
+        return self.names[self.number[spelled]]
+
+    def add_window(self, unit: int, text: str, names: tuple[str, ...]) -> None:
         present = sorted(set(names))
         self.name_windows.update(present)
         self.pair_windows.update(combinations(present, 2))
         if len(names) > 1:
-            self.windows.append((unit_id, text, names))
+            self.window_unit.append(unit)
+            self.window_sizes.append(len(names))
+            self.window_names.extend(self.number[n] for n in names)
+            self.window_text.append(_clip(text))
+
+    def windows(self) -> Iterator[tuple[int, list[str], str]]:
+        """The windows kept: (text unit row, names, clipped text)."""
+        start = 0
+        for unit, size, text in zip(self.window_unit, self.window_sizes, self.window_text.values(), strict=True):
+            yield unit, [self.names[n] for n in self.window_names[start:start + size]], text
+            start += size
 
 
 def npmi(pair: int, a: int, b: int, windows: int) -> float:
@@ -78,69 +101,85 @@ def extract_nlp_graph(units: pd.DataFrame, cfg: ExtractGraphNlpConfig,
     counts = {"names_found": len(found.frequency), "entities_kept": len(kept), "rare_entities_pruned":
               len(found.frequency) - len(kept) - len(hubs), "hubs_removed": len(hubs),
               "windows": found.total_windows, "co_occurring_pairs": len(pair_windows), "edges_kept": len(edges)}
-    return NlpGraph(_entity_table(found, kept), _relationship_table(found.windows, kept, edges), counts)
+    return NlpGraph(_entity_table(found, units["id"], kept), _relationship_table(found, units["id"], kept, edges),
+                    counts)
 
 
 def _read_units(units: pd.DataFrame, known: set[str], window: str, advance: Callable[[], None]) -> _Reading:
     found = _Reading()
-    spelled: dict[str, str] = {}  # one string for each name, however often it is found
-    for unit_id, text in zip(units["id"], units["text"], strict=True):
+    for row, text in enumerate(units["text"]):
         unit_sentences = sentences(text)
         by_sentence: dict[int, dict[str, None]] = {}  # the names of each sentence, each once, in order
         first: dict[str, int] = {}  # the sentence each name is first found in
         for mention in extract_mentions(text, known, unit_sentences):
-            name = spelled.setdefault(mention.name, mention.name)
+            name = found.name(mention.name)
             found.kinds.setdefault(name, Counter())[mention.type] += 1
             by_sentence.setdefault(mention.sentence, {})[name] = None
             first.setdefault(name, mention.sentence)
-        _add_mentions(found, unit_id, unit_sentences, first)
+        _add_mentions(found, row, unit_sentences, first)
         if window == "text_unit":
             found.total_windows += 1
-            names = tuple(dict.fromkeys(n for in_sentence in by_sentence.values() for n in in_sentence))
-            found.add_window(unit_id, text, names)
+            found.add_window(row, text, tuple(dict.fromkeys(n for in_sentence in by_sentence.values()
+                                                            for n in in_sentence)))
         else:
             found.total_windows += len(unit_sentences)
             for i, in_sentence in sorted(by_sentence.items()):
-                found.add_window(unit_id, unit_sentences[i], tuple(in_sentence))
+                found.add_window(row, unit_sentences[i], tuple(in_sentence))
         advance()
     return found
 
 
-def _add_mentions(found: _Reading, unit_id: str, unit_sentences: list[str], first: dict[str, int]) -> None:
+def _add_mentions(found: _Reading, row: int, unit_sentences: list[str], first: dict[str, int]) -> None:
     """A row a name of the text unit, described by the sentence it is first found in (clipped once)."""
     clipped: dict[int, str] = {}
     for name, sentence in first.items():
         found.frequency[name] += 1
-        found.mentioned["text_unit_id"].append(unit_id)
-        found.mentioned["name"].append(name)
-        found.mentioned["description"].append(clipped.get(sentence) or
-                                              clipped.setdefault(sentence, _clip(unit_sentences[sentence])))
+        found.mention_unit.append(row)
+        found.mention_name.append(found.number[name])
+        found.mention_description.append(clipped.get(sentence) or
+                                         clipped.setdefault(sentence, _clip(unit_sentences[sentence])))
 
 
-def _entity_table(found: _Reading, kept: set[str]) -> pd.DataFrame:
+def _entity_table(found: _Reading, unit_ids: pd.Series, kept: set[str]) -> pd.DataFrame:
     """The rows of the kept names, each with the name's type (voted once)."""
-    types = {name: majority_type(found.kinds[name]) for name in kept}
-    rows = [i for i, name in enumerate(found.mentioned["name"]) if name in kept]
-    columns = {column: [values[i] for i in rows] for column, values in found.mentioned.items()}
-    columns["type"] = [types[found.mentioned["name"][i]] for i in rows]
-    found.mentioned.clear()
-    return pd.DataFrame(columns, columns=ENTITY_COLUMNS)
+    names = np.frombuffer(found.mention_name, dtype=np.int64)
+    rows = np.array([n in kept for n in found.names], dtype=bool)[names] if len(names) else np.zeros(0, dtype=bool)
+    if not rows.any():
+        return pd.DataFrame({column: [] for column in ENTITY_COLUMNS}, columns=ENTITY_COLUMNS)
+    spelled = pd.Series(found.names, dtype="str")
+    types = pd.Series([majority_type(found.kinds[n]) if n in kept else "" for n in found.names], dtype="str")
+    columns = {"text_unit_id": unit_ids.take(np.frombuffer(found.mention_unit, dtype=np.int64)[rows]),
+               "name": spelled.take(names[rows]), "type": types.take(names[rows]),
+               "description": found.mention_description.series(rows)}
+    return pd.DataFrame({c: v.reset_index(drop=True) for c, v in columns.items()}, columns=ENTITY_COLUMNS)
 
 
-def _relationship_table(windows: list[tuple[str, str, tuple[str, ...]]], kept: set[str],
+def _relationship_table(found: _Reading, unit_ids: pd.Series, kept: set[str],
                         edges: dict[tuple[str, str], float]) -> pd.DataFrame:
     """One row a (text unit, pair of names with an edge), described by the first window they share there."""
-    rows: list[tuple[str, str, str, str, float]] = []
-    seen: set[tuple[str, str, str]] = set()
-    for unit_id, text, names in windows:
-        clipped = ""
+    rows, sources, targets, strengths = array("q"), array("q"), array("q"), array("d")
+    descriptions = TextColumn()
+    seen: set[tuple[str, str]] = set()  # the pairs of the current unit (a unit's windows come together)
+    current = -1
+    for row, names, clipped in found.windows():
+        if row != current:
+            current, seen = row, set()
         for a, b in combinations(sorted(set(names) & kept), 2):
-            if (a, b) in edges and (unit_id, a, b) not in seen:
-                seen.add((unit_id, a, b))
-                clipped = clipped or _clip(text)
-                rows.append((unit_id, a, b, f"{a.title()} and {b.title()} are mentioned together: {clipped}",
-                             round(edges[(a, b)], 4)))
-    return pd.DataFrame(rows, columns=RELATIONSHIP_COLUMNS)
+            if (a, b) in edges and (a, b) not in seen:
+                seen.add((a, b))
+                rows.append(row)
+                sources.append(found.number[a])
+                targets.append(found.number[b])
+                descriptions.append(f"{a.title()} and {b.title()} are mentioned together: {clipped}")
+                strengths.append(round(edges[(a, b)], 4))
+    if not rows:
+        return pd.DataFrame([], columns=RELATIONSHIP_COLUMNS)
+    spelled = pd.Series(found.names, dtype="str")
+    columns = {"text_unit_id": unit_ids.take(np.frombuffer(rows, dtype=np.int64)),
+               "source": spelled.take(np.frombuffer(sources, dtype=np.int64)),
+               "target": spelled.take(np.frombuffer(targets, dtype=np.int64)),
+               "description": descriptions.series(), "strength": pd.Series(np.frombuffer(strengths, dtype=np.float64))}
+    return pd.DataFrame({c: v.reset_index(drop=True) for c, v in columns.items()}, columns=RELATIONSHIP_COLUMNS)
 
 
 def _hubs(edges: dict[tuple[str, str], float], count: int) -> set[str]:
