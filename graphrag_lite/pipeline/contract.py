@@ -61,11 +61,12 @@ class StageContext:
         """Model calls (`coroutine`) run to their end on the run's one event loop."""
         return self.models.run(coroutine)
 
-    def read(self, table: str) -> pd.DataFrame:
+    def read(self, table: str, columns: list[str] | None = None) -> pd.DataFrame:
+        """A table the stage declares, or only `columns` of it (a large table's other columns stay on disk)."""
         if table not in self.stage.reads + self.stage.early_reads:  # an undeclared input would escape the
             # fingerprint that decides re-runs
             raise AssertionError(f"stage {self.stage_name} reads {table}, which it does not declare in `reads`")
-        return self.store.read(table)
+        return self.store.read(table, columns)
 
     def early(self) -> asyncio.Task[Any] | None:
         """The stage's early work (`Stage.early`), started before its turn; None when none was started."""

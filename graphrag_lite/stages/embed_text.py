@@ -83,7 +83,8 @@ def vector_tables(config: GraphRagConfig) -> list[str]:
 def inputs(ctx: StageContext) -> tuple[dict[str, tuple[list, list]], list[str], dict[str, Any] | None, int | None]:
     """What a run (or a dry run's estimate) works from: each table's (ids, texts), the tables with vectors,
     the manifest, and the stored vectors' dimension when they can be kept (None: every vector is made again)."""
-    contents = texts_for(ctx.read("entities"), ctx.read("text_units"), ctx.read("community_reports"))
+    contents = texts_for(ctx.read("entities", ["id", "title", "description"]), ctx.read("text_units", ["id", "text"]),
+                         ctx.read("community_reports", ["id", "full_content"]))  # not their lists of ids
     manifest = readable_manifest(ctx.config, ctx.notes)
     return contents, vector_tables(ctx.config), manifest, reusable_dimension(manifest, ctx.config)
 
@@ -133,7 +134,7 @@ def early(ctx: StageContext) -> Coroutine[Any, Any, dict[str, list[float]]] | No
     if "text_unit_text" not in vector_tables(ctx.config) or reusable_dimension(
             readable_manifest(ctx.config), ctx.config) is not None:
         return None
-    return vectors_by_text(ctx, list(dict.fromkeys(ctx.read("base_text_units")["text"])))
+    return vectors_by_text(ctx, list(dict.fromkeys(ctx.read("base_text_units", ["text"])["text"])))
 
 
 async def vectors_by_text(ctx: StageContext, texts: list[str]) -> dict[str, list[float]]:
