@@ -17,6 +17,7 @@ from dataclasses import dataclass, field, replace
 from pathlib import Path
 from typing import Any
 
+import pyarrow as pa
 from rich.console import Console
 from rich.progress import Progress
 
@@ -278,6 +279,7 @@ def _run_and_record(stage: Stage, config: GraphRagConfig, store: OutputStore, st
     write_json(state_path, state)
     result, stage_stats = _run_stage(stage, config, store, progress, models)
     outputs = {name: store.write(name, result.tables[name]) for name in stage.writes}
+    result.tables = {}  # written: the next stage reads what it needs from disk, not from a copy kept alive here
     state[stage.name] = {"fingerprint": fingerprint if result.complete else None, "outputs": outputs,
                          "finished": now(), "stats": stage_stats, "external": outside_outputs_digest(stage, config)}
     write_json(state_path, state)
@@ -302,6 +304,7 @@ def _stop_if_mostly_failed(stage: str, result: StageResult, config: GraphRagConf
 def _run_stage(stage: Stage, config: GraphRagConfig, store: OutputStore, progress: Progress,
                models: ModelAccess) -> tuple[StageResult, dict[str, Any]]:
     rows_in = {name: store.rows(name) for name in stage.reads}
+    pa.default_memory_pool().release_unused()  # Arrow keeps what earlier stages freed, and it would count here
     _reset_peak_memory()
     started, client_existed = time.perf_counter(), models.client_start_s is not None
     context = StageContext(config=config, store=store, progress=progress, stage=stage, models=models)
