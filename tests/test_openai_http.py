@@ -89,7 +89,8 @@ def test_what_a_retry_can_fix_is_retried(tmp_path, server, fault):
 
 
 @pytest.mark.parametrize("stream", ['data: {"choices": [{"delta": {"content": "Pep', "data: [DONE]\n\n",
-                                    'data: {"error": {"message": "model overloaded", "code": 503}}\n\n'])
+                                    'data: {"error": {"message": "model overloaded", "code": 503}}\n\n',
+                                    "data: [1, 2]\n\n"])
 def test_a_stream_that_cannot_be_read_is_retried(tmp_path, server, stream):
     server.faults.append((200, stream, {}))
     g = gateway(tmp_path, server, stream=True)
@@ -113,6 +114,38 @@ def test_a_bad_request_is_not_retried_and_names_the_server_s_words(tmp_path, ser
     server.faults.append((400, '{"error": {"message": "unknown field: frobnicate"}}', {}))
     with pytest.raises(LLMCallError, match="unknown field: frobnicate"):
         ask(gateway(tmp_path, server, stream=False))
+
+
+def reply_body(content, finish: str) -> str:
+    return json.dumps({"choices": [{"index": 0, "message": {"role": "assistant", "content": content},
+                                    "finish_reason": finish}], "usage": {"prompt_tokens": 30, "completion_tokens": 5}})
+
+
+@pytest.mark.parametrize(("content", "finish", "said"), [
+    (None, "stop", "empty"),  # a reasoning model that spent its tokens thinking: no content at all
+    ("Pepys went to the Navy Off", "length", "cut off"),  # stopped at max_tokens
+])
+def test_an_unusable_reply_over_http_is_asked_again_counted_and_never_cached(tmp_path, server, content, finish,
+                                                                            said):
+    from graphrag_lite.answer_parsing import ParseError
+
+    def whole_sentence(text: str) -> str:
+        if not text.strip():
+            raise ParseError("the answer is empty")
+        return text
+
+    server.faults.append((200, reply_body(content, finish), {}))
+    model = ModelConfig(model="openai/fake", api_base=server.url, api_key="sk-fake", stream=False)
+    g = Gateway(GraphRagConfig(models={"m": model}, cache=CacheConfig(base_dir=tmp_path / "cache")))
+    try:
+        result = asyncio.run(g.chat("m", QUESTION, stage="t", step="answer", parse=whole_sentence, max_tokens=50))
+        assert result.text and result.text != content
+        assert g.cached_answer("m", QUESTION, max_tokens=50) == result.text  # the usable answer, not the first
+    finally:
+        g.close()
+    assert len(server.requests) == 2 and said in server.requests[1]["messages"][-1]["content"]
+    totals = g.ledger.totals()
+    assert totals["parse_retries"] == 1 and totals["prompt_tokens"] >= 30  # both requests counted
 
 
 def test_a_stream_that_falls_silent_is_abandoned_and_retried(tmp_path, server):

@@ -134,20 +134,22 @@ class FakeServer:
         ready.set()
         self._loop.run_forever()
 
-    async def _fault(self, request: web.Request) -> web.Response | None:
-        if not self.faults:
-            return None
-        status, body, headers = self.faults.pop(0)
-        if status == 0:  # the connection drops before an answer
-            request.transport.close()  # type: ignore[union-attr]
-        return web.Response(status=status or 500, text=body, headers=headers, content_type="application/json")
-
-    async def _chat(self, request: web.Request) -> web.StreamResponse:
-        arrived = time.monotonic()
+    async def _received(self, request: web.Request) -> tuple[dict[str, Any], web.Response | None]:
+        """The request's body, recorded with its key, and the fault it meets (None: it is answered)."""
         body: dict[str, Any] = await request.json()
         self.requests.append(body)
         self.keys.append(request.headers.get("Authorization", ""))
-        if (fault := await self._fault(request)) is not None:
+        if not self.faults:
+            return body, None
+        status, text, headers = self.faults.pop(0)
+        if status == 0:  # the connection drops before an answer
+            request.transport.close()  # type: ignore[union-attr]
+        return body, web.Response(status=status or 500, text=text, headers=headers, content_type="application/json")
+
+    async def _chat(self, request: web.Request) -> web.StreamResponse:
+        arrived = time.monotonic()
+        body, fault = await self._received(request)
+        if fault is not None:
             return fault
         text, finish, prompt, completion = reply(body["messages"], body.get("max_tokens"))
         await self._wait(arrived)
@@ -190,10 +192,8 @@ class FakeServer:
 
     async def _embeddings(self, request: web.Request) -> web.Response:
         arrived = time.monotonic()
-        body: dict[str, Any] = await request.json()
-        self.requests.append(body)
-        self.keys.append(request.headers.get("Authorization", ""))
-        if (fault := await self._fault(request)) is not None:
+        body, fault = await self._received(request)
+        if fault is not None:
             return fault
         texts = body["input"] if isinstance(body["input"], list) else [body["input"]]
         dimension = int(body.get("dimensions") or OPENAI_DIMENSIONS.get(str(body.get("model")), 128))

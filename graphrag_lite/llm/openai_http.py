@@ -14,6 +14,7 @@ llm.failures reads like LiteLLM's: an HTTP status, the server's message, its Ret
 from __future__ import annotations
 
 import asyncio
+import functools
 import json
 import os
 import re
@@ -170,8 +171,10 @@ class OpenAIHTTP:
         self._sessions.clear()
 
 
+@functools.cache
 def _aiohttp() -> Any:
-    """aiohttp, imported on the first call (a fifth of a second: commands without model calls never pay it)."""
+    """aiohttp, imported on the first call (a fifth of a second: commands without model calls never pay it),
+    then only returned: this is on every call's path."""
     return import_large("aiohttp")
 
 
@@ -224,8 +227,8 @@ def _streamed_reply(raw: bytes, first_piece_s: float) -> ChatReply:
     finish: str | None = None
     usage: dict[str, Any] = {}
     for chunk in chunks:
-        if not isinstance(chunk, dict):
-            continue
+        if not isinstance(chunk, dict):  # an event of another protocol: the stream cannot be trusted
+            raise ServerRefused(502, f"the server's stream holds an event that is not an object: {chunk!r:.200}", {})
         if "error" in chunk:  # an error sent in the stream after its status line said 200
             raise _stream_error(chunk["error"])
         usage = chunk.get("usage") or usage
