@@ -12,15 +12,18 @@ import shutil
 import sys
 import tempfile
 import time
-from collections.abc import Iterator
+from collections.abc import Callable, Iterator
 from contextlib import contextmanager
 from pathlib import Path
-from typing import Any
+from typing import Any, TypeVar
 
 import pandas as pd
+import pyarrow as pa
 import pyarrow.parquet as pq
 
 from graphrag_lite.errors import IndexDamaged, OutputLocked, OutputUnwritable
+
+T = TypeVar("T")
 
 # What the machine, not the program, is short of when a write fails: said as what to do, not as a crash.
 UNWRITABLE = {errno.ENOSPC: "free space on its disk", errno.EDQUOT: "free space within your disk quota",
@@ -120,6 +123,13 @@ class OutputStore:
     def read(self, name: str, columns: list[str] | None = None) -> pd.DataFrame:
         """A table, or only `columns` of it; IndexDamaged when its file is missing, does not match its digest
         or cannot be read as Parquet."""
+        return self._parsed(name, lambda data: pd.read_parquet(data, columns=columns))
+
+    def read_arrow(self, name: str, columns: list[str] | None = None) -> pa.Table:
+        """`read` as an Arrow table: large text columns stay in Arrow buffers, not one Python string per row."""
+        return self._parsed(name, lambda data: pq.read_table(data, columns=columns))
+
+    def _parsed(self, name: str, parse: Callable[[io.BytesIO], T]) -> T:
         path = self.path(name)
         if not self.has(name):
             raise FileNotFoundError(f"table '{name}' not found in {self.base_dir}")
@@ -131,7 +141,7 @@ class OutputStore:
             raise IndexDamaged(f"{path}: table '{name}' does not match the digest the index recorded for it "
                                "(changed or damaged on disk)", path)
         try:
-            return pd.read_parquet(io.BytesIO(data), columns=columns)
+            return parse(io.BytesIO(data))
         except (OSError, ValueError, KeyError, IndexError, TypeError) as err:  # pyarrow's errors are OSError and
             # ValueError subclasses; a footer that parses but lies gives the others
             raise IndexDamaged(f"{path}: table '{name}' cannot be read ({type(err).__name__}: "

@@ -10,19 +10,24 @@ from pathlib import Path
 import numpy as np
 import pandas as pd
 import pyarrow as pa
+import pyarrow.parquet as pq
 import pytest
 
 from graphrag_lite.llm.calls import CALL_STEP, call_key
-from graphrag_lite.vector_store import MANIFEST, TableUpdate, apply_update, connect, plan_update, write_table
+from graphrag_lite.vector_store import MANIFEST, ROWS, TableUpdate, apply_update, connect, plan_update, write_table
 from tests.conftest import DATA, add_inputs, make_project
+
+
+def rows_of(ids: list[str], texts: list[str]) -> pa.Table:
+    return pa.table([pa.array(ids, pa.string()), pa.array(texts, pa.string())], schema=ROWS)
 
 
 def update_table(db, name: str, ids: list[str], texts: list[str], vectors: list[list[float]] | None) -> TableUpdate:
     """What embed_text does to one table: plan the change, then make it with the added rows' vectors (the
     vectors given for unchanged rows are not used: the stored ones stay)."""
     dimension = None if vectors is None else len(vectors[0]) if vectors else stored_dimension(db, name)
-    update = plan_update(db, name, ids, texts, dimension)
-    apply_update(db, name, ids, texts, update, None if vectors is None else [vectors[k] for k in update.add])
+    update = plan_update(db, name, rows_of(ids, texts), dimension)
+    apply_update(db, name, rows_of(ids, texts), update, None if vectors is None else [vectors[k] for k in update.add])
     return update
 
 
@@ -57,7 +62,7 @@ def db(tmp_path: Path):
 
 
 def test_a_table_is_updated_in_place_and_its_full_text_index_follows(db):
-    write_table(db, "t", ["a", "b", "c"], ["apple orchard", "banana plantation", "cherry blossom"],
+    write_table(db, "t", rows_of(["a", "b", "c"], ["apple orchard", "banana plantation", "cherry blossom"]),
                 [vec(1), vec(2), vec(3)])
     before = db.open_table("t").version
     # "a" unchanged (the vector given for it is not used: the stored one stays), "b" gone, "c" changed, "d" new
@@ -82,7 +87,7 @@ def test_a_table_is_updated_in_place_and_its_full_text_index_follows(db):
 
 
 def test_a_table_whose_schema_does_not_fit_is_rebuilt(db):
-    write_table(db, "t", ["a", "b"], ["apple orchard", "banana plantation"], [vec(1), vec(2)])
+    write_table(db, "t", rows_of(["a", "b"], ["apple orchard", "banana plantation"]), [vec(1), vec(2)])
     other = update_table(db, "t", ["a", "b"], ["apple orchard", "banana plantation"], [vec(1, 8), vec(2, 8)])
     assert other.counts() == {"added": 2, "removed": 0, "kept": 0, "rebuilt": True}
     table = db.open_table("t")
@@ -95,13 +100,18 @@ def test_a_table_whose_schema_does_not_fit_is_rebuilt(db):
 
 
 def test_a_full_text_only_table_is_updated_in_place(db):
-    write_table(db, "t", ["a", "b"], ["apple orchard", "banana plantation"], None)
+    write_table(db, "t", rows_of(["a", "b"], ["apple orchard", "banana plantation"]), None)
     update = update_table(db, "t", ["a", "c"], ["apple orchard", "cherry blossom"], None)
     assert update.counts() == {"added": 1, "removed": 1, "kept": 1, "rebuilt": False}
     table = db.open_table("t")
     assert rows(table) == {"a": ("apple orchard", None), "c": ("cherry blossom", None)}
     assert keyword(table, "cherry", index_only=True) == ["c"] and keyword(table, "banana") == []
-    write_table(db, "empty", [], [], None)  # created empty, so without a full-text index
+    reordered = update_table(db, "t", ["c", "a"], ["cherry blossom", "apple orchard"], None)
+    assert reordered.counts() == {"added": 0, "removed": 0, "kept": 2, "rebuilt": False}
+    removed_only = update_table(db, "t", ["c"], ["cherry blossom"], None)  # nothing added, one row gone
+    assert removed_only.counts() == {"added": 0, "removed": 1, "kept": 1, "rebuilt": False}
+    assert rows(db.open_table("t")) == {"c": ("cherry blossom", None)}
+    write_table(db, "empty", rows_of([], []), None)  # created empty, so without a full-text index
     assert not update_table(db, "empty", ["z"], ["zebra crossing"], None).rebuilt
     assert keyword(db.open_table("empty"), "zebra", index_only=True) == ["z"]
 
@@ -279,15 +289,15 @@ def test_early_vectors_and_cached_ones_of_a_former_model_are_never_mixed(tmp_pat
     root = make_project(tmp_path / "p", documents)
     assert cli("index", "--root", root).exit_code == 0
     out = root / "output"
-    contents = texts_for(*(pd.read_parquet(out / f"{t}.parquet")
-                           for t in ("entities", "text_units", "community_reports")))
+    contents = {name: rows["text"].to_pylist() for name, rows in texts_for(
+        *(pq.read_table(out / f"{t}.parquet") for t in ("entities", "text_units", "community_reports"))).items()}
     config = load_config(root)
     gateway = Gateway(config, use_cache=True)
     model = config.models["default_embedding_model"]
-    key = {t: call_key("embedding", model, t, dict(model.call_args)) for n in contents for t in contents[n][1]}
+    key = {t: call_key("embedding", model, t, dict(model.call_args)) for n in contents for t in contents[n]}
     assert gateway.cache is not None
-    gateway.cache.put_many("embedding", [(key[t], [0.5] * 64) for t in contents["entity_description"][1]])
-    gateway.cache._db.executemany("DELETE FROM answers WHERE key=?", [(key[t],) for t in contents["text_unit_text"][1]])
+    gateway.cache.put_many("embedding", [(key[t], [0.5] * 64) for t in contents["entity_description"]])
+    gateway.cache._db.executemany("DELETE FROM answers WHERE key=?", [(key[t],) for t in contents["text_unit_text"]])
     gateway.close()
     shutil.rmtree(out)
     rebuilt = cli("index", "--root", root)

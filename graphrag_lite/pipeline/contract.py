@@ -13,6 +13,7 @@ from dataclasses import dataclass, field
 from typing import TYPE_CHECKING, Any, TypeVar
 
 import pandas as pd
+import pyarrow as pa
 from rich.progress import Progress
 
 from graphrag_lite.config import GraphRagConfig
@@ -63,10 +64,17 @@ class StageContext:
 
     def read(self, table: str, columns: list[str] | None = None) -> pd.DataFrame:
         """A table the stage declares, or only `columns` of it (a large table's other columns stay on disk)."""
+        return self.store.read(self._declared(table), columns)
+
+    def read_arrow(self, table: str, columns: list[str] | None = None) -> pa.Table:
+        """`read` as an Arrow table, for a stage that hands large columns on without looking at each row."""
+        return self.store.read_arrow(self._declared(table), columns)
+
+    def _declared(self, table: str) -> str:
         if table not in self.stage.reads + self.stage.early_reads:  # an undeclared input would escape the
             # fingerprint that decides re-runs
             raise AssertionError(f"stage {self.stage_name} reads {table}, which it does not declare in `reads`")
-        return self.store.read(table, columns)
+        return table
 
     def early(self) -> asyncio.Task[Any] | None:
         """The stage's early work (`Stage.early`), started before its turn; None when none was started."""

@@ -21,6 +21,7 @@ from pathlib import Path
 from typing import Any
 
 import pandas as pd
+import pyarrow as pa
 
 from graphrag_lite.commits import read_commit
 from graphrag_lite.config import GraphRagConfig
@@ -53,15 +54,15 @@ def run(ctx: StageContext) -> StageResult:
     fresh = next((len(v[0]) for v in vectors.values() if v), None)
     if fresh is not None and fresh != dimension and not all(updates[n].rebuilt for n in vectorized):
         # same model name, other vectors (e.g. its `dimensions` call argument changed): start again
-        known = {contents[n][1][k]: v for n in vectorized
-                 for k, v in zip(updates[n].add, vectors[n] or [], strict=True)}
+        added = added_texts(contents, updates, vectorized)
+        known = {t: v for n in vectorized for t, v in zip(added[n], vectors[n] or [], strict=True)}
         updates = plan(db, contents, None, vectorized, rebuild=True)
         vectors = embed_added(ctx, contents, updates, known, fresh, vectorized)
     if model is not None:
         dimension = fresh if fresh is not None else dimension
     for name in ctx.track(TABLES, len(TABLES), "LanceDB tables"):
-        apply_update(db, name, *contents[name], updates[name], vectors[name])
-    counts = {name: len(contents[name][0]) for name in TABLES}
+        apply_update(db, name, contents[name], updates[name], vectors[name])
+    counts = {name: contents[name].num_rows for name in TABLES}
     first = manifest is None
     write_json(ctx.config.output.base_dir / MANIFEST,
                {"model": model, "dimension": dimension, "db_uri": ctx.config.lancedb_uri,
@@ -80,11 +81,13 @@ def vector_tables(config: GraphRagConfig) -> list[str]:
     return [name for name in TABLES if name in config.embed_text.names] if config.embed_text.model_id else []
 
 
-def inputs(ctx: StageContext) -> tuple[dict[str, tuple[list, list]], list[str], dict[str, Any] | None, int | None]:
-    """What a run (or a dry run's estimate) works from: each table's (ids, texts), the tables with vectors,
-    the manifest, and the stored vectors' dimension when they can be kept (None: every vector is made again)."""
-    contents = texts_for(ctx.read("entities", ["id", "title", "description"]), ctx.read("text_units", ["id", "text"]),
-                         ctx.read("community_reports", ["id", "full_content"]))  # not their lists of ids
+def inputs(ctx: StageContext) -> tuple[dict[str, pa.Table], list[str], dict[str, Any] | None, int | None]:
+    """What a run (or a dry run's estimate) works from: each table's rows (id, text), the tables with vectors,
+    the manifest, and the stored vectors' dimension when they can be kept (None: every vector is made again).
+    The texts stay in Arrow (not their lists of ids): only those sent to the model become Python strings."""
+    contents = texts_for(ctx.read_arrow("entities", ["id", "title", "description"]),
+                         ctx.read_arrow("text_units", ["id", "text"]),
+                         ctx.read_arrow("community_reports", ["id", "full_content"]))
     manifest = readable_manifest(ctx.config, ctx.notes)
     return contents, vector_tables(ctx.config), manifest, reusable_dimension(manifest, ctx.config)
 
@@ -101,7 +104,7 @@ def readable_manifest(config: GraphRagConfig, notes: list[str] | None = None) ->
         return None
 
 
-async def connected(ctx: StageContext, contents: dict[str, tuple[list, list]], vectorized: list[str],
+async def connected(ctx: StageContext, contents: dict[str, pa.Table], vectorized: list[str],
                     dimension: int | None) -> tuple[Any, dict[str, list[float]]]:
     """LanceDB's connection, and, when no stored vector can be kept (a first build, another model), the
     vectors of every text of the tables with vectors: all of them are sent whatever LanceDB holds, so the
@@ -111,7 +114,7 @@ async def connected(ctx: StageContext, contents: dict[str, tuple[list, list]], v
     model_id = ctx.config.embed_text.model_id
     if dimension is not None or not vectorized or model_id is None:
         return await opening, {}
-    texts = list(dict.fromkeys(t for name in vectorized for t in contents[name][1]))
+    texts = list(dict.fromkeys(t for name in vectorized for t in contents[name]["text"].to_pylist()))
     early = await early_vectors(ctx.early())  # long done, but for a stage reached while it is still in flight
     rest = [t for t in texts if t not in early]
     # the calls' own preparation (cache keys, token counts) first: against an import that holds the GIL, each
@@ -196,21 +199,21 @@ def from_output(config: GraphRagConfig) -> str | None:
     return None if "://" in uri else os.path.relpath(uri, config.output.base_dir)
 
 
-def plan(db: Any, contents: dict[str, tuple[list, list]], dimension: int | None, vectorized: list[str],
+def plan(db: Any, contents: dict[str, pa.Table], dimension: int | None, vectorized: list[str],
          rebuild: bool, damaged: frozenset[str] = frozenset()) -> dict[str, TableUpdate]:
     """Each table's update; only the `vectorized` tables have vectors (a table that gains or loses them is
     recreated)."""
-    return {name: plan_update(db, name, *contents[name], dimension if name in vectorized else None,
+    return {name: plan_update(db, name, contents[name], dimension if name in vectorized else None,
                               rebuild=(rebuild and name in vectorized) or name in damaged) for name in TABLES}
 
 
-def added_texts(contents: dict[str, tuple[list, list]], updates: dict[str, TableUpdate],
+def added_texts(contents: dict[str, pa.Table], updates: dict[str, TableUpdate],
                 names: list[str]) -> dict[str, list[str]]:
     """The texts of the rows each table of `names` adds: what a run embeds, and what a dry run estimates."""
-    return {n: [contents[n][1][k] for k in updates[n].add] for n in names}
+    return {n: updates[n].added(contents[n])["text"].to_pylist() for n in names}
 
 
-def embed_added(ctx: StageContext, contents: dict[str, tuple[list, list]], updates: dict[str, TableUpdate],
+def embed_added(ctx: StageContext, contents: dict[str, pa.Table], updates: dict[str, TableUpdate],
                 known: dict[str, list[float]], dimension: int | None,
                 vectorized: list[str]) -> dict[str, list[list[float]] | None]:
     """Vectors of the rows each `vectorized` table adds (None for the other tables), in one gateway call so
