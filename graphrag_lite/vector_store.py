@@ -11,6 +11,8 @@ missing or whose schema does not fit (vectors or not, another dimension) is recr
 
 from __future__ import annotations
 
+import hashlib
+from collections.abc import Iterable, Iterator
 from dataclasses import dataclass
 from datetime import datetime, timedelta
 from pathlib import Path
@@ -29,6 +31,7 @@ MANIFEST = "embeddings_manifest.json"
 TABLES = VECTOR_TABLES
 REEMBED = "graphrag-lite index --from embed_text"
 DELETE_CHUNK = 500  # ids per delete predicate
+BATCH_ROWS = 8192  # rows turned into Python strings at a time, to compare texts by digest
 
 
 class IndexMismatchError(GraphragLiteError):
@@ -76,9 +79,10 @@ class TableUpdate:
         return {"added": len(self.add), "removed": len(self.remove), "kept": self.kept, "rebuilt": self.rebuilt}
 
 
-def _stored_rows(db: Any, name: str, dimension: int | None) -> pa.Table | None:
-    """The stored table's (id, text), or None when it must be recreated: missing, no FTS-ready id/text columns,
-    a vector column when none is wanted (dimension None) or none / another size when one is, duplicated ids."""
+def _stored_digests(db: Any, name: str, dimension: int | None) -> dict[str, bytes] | None:
+    """id -> digest of the text of the stored table, or None when it must be recreated: missing, no FTS-ready
+    id/text columns, a vector column when none is wanted (dimension None) or none / another size when one is,
+    duplicated ids."""
     try:
         table = db.open_table(name)
     except ValueError as err:  # missing: created; anything else (permissions, storage) is not hidden by a rebuild
@@ -93,25 +97,35 @@ def _stored_rows(db: Any, name: str, dimension: int | None) -> pa.Table | None:
         if not (pa.types.is_fixed_size_list(kind) and kind.list_size == dimension
                 and pa.types.is_float32(kind.value_type)):
             return None
-    stored = table.search().select(["id", "text"]).limit(None).to_arrow().cast(ROWS)
-    return stored if pc.count_distinct(stored["id"]).as_py() == stored.num_rows else None  # not ours: recreate
+    stored, rows = {}, 0
+    for i, digest in _digested(table.search().select(["id", "text"]).limit(None).to_batches(BATCH_ROWS)):
+        stored[i], rows = digest, rows + 1
+    return stored if len(stored) == rows else None  # duplicated ids: not ours, recreate
+
+
+def _digested(batches: Iterable[pa.RecordBatch]) -> Iterator[tuple[str, bytes]]:
+    """(id, digest of its text) per row, a batch of Python strings at a time: rows are compared by digest, so a
+    table of a 200 MB input (240 MB of text) is never held as Python strings."""
+    for batch in batches:
+        for i, text in zip(batch.column(0).to_pylist(), batch.column(1).to_pylist(), strict=True):
+            yield i, hashlib.blake2b((text or "").encode(), digest_size=16).digest()
 
 
 def plan_update(db: Any, name: str, rows: pa.Table, dimension: int | None, rebuild: bool = False) -> TableUpdate:
     """The change from the stored table to `rows` (id, text); `dimension`: the vectors' size (None: no
-    vectors). `rebuild`: recreate it whatever it holds (the vectors were made by another model). Compared in
-    Arrow, not as Python strings: a text unit table of a 200 MB input is 240 MB of text."""
-    stored = None if rebuild else _stored_rows(db, name, dimension)
+    vectors). `rebuild`: recreate it whatever it holds (the vectors were made by another model). A table
+    without vectors that would add more rows than it keeps is recreated too: cheaper than deleting, adding and
+    compacting, and it needs no model call."""
+    stored = None if rebuild else _stored_digests(db, name, dimension)
     if stored is None:
         return TableUpdate(add=list(range(rows.num_rows)), remove=[], kept=0, rebuilt=True)
-    if stored.num_rows == rows.num_rows and stored.equals(rows):  # the usual re-run: no join needed
-        return TableUpdate(add=[], remove=[], kept=rows.num_rows, rebuilt=False)
-    numbered = rows.append_column("position", pa.array(range(rows.num_rows), pa.int64()))
-    # a row is kept when the same (id, text) is stored; the others are added, and stored rows without their
-    # (id, text) among the wanted ones are removed
-    add = sorted(numbered.join(stored, keys=["id", "text"], join_type="left anti")["position"].to_pylist())
-    remove = sorted(stored.join(rows, keys=["id", "text"], join_type="left anti")["id"].to_pylist())
-    return TableUpdate(add=add, remove=remove, kept=rows.num_rows - len(add), rebuilt=False)
+    wanted = list(_digested(rows.to_batches(BATCH_ROWS)))
+    add = [k for k, (i, digest) in enumerate(wanted) if stored.get(i) != digest]
+    if dimension is None and len(add) > len(wanted) - len(add):
+        return TableUpdate(add=list(range(rows.num_rows)), remove=[], kept=0, rebuilt=True)
+    by_id = dict(wanted)
+    remove = [i for i, digest in stored.items() if by_id.get(i) != digest]
+    return TableUpdate(add=add, remove=remove, kept=len(wanted) - len(add), rebuilt=False)
 
 
 def apply_update(db: Any, name: str, rows: pa.Table, update: TableUpdate,
@@ -132,7 +146,7 @@ def apply_update(db: Any, name: str, rows: pa.Table, update: TableUpdate,
             added = added.append_column("vector", pa.array(vectors, table.schema.field("vector").type))
         table.add(added.cast(table.schema))
     if not any(index.index_type == "FTS" for index in table.list_indices()):
-        if table.count_rows():  # created empty, so without a full-text index
+        if table.count_rows():  # a run was killed between creating the table and indexing it
             table.create_fts_index("text", replace=True)
     elif update.add or update.remove:
         # lancedb 0.40, checked (tests/test_vector_store_update.py): deleted rows are masked at once by lance's

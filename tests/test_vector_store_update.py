@@ -112,8 +112,24 @@ def test_a_full_text_only_table_is_updated_in_place(db):
     assert removed_only.counts() == {"added": 0, "removed": 1, "kept": 1, "rebuilt": False}
     assert rows(db.open_table("t")) == {"c": ("cherry blossom", None)}
     write_table(db, "empty", rows_of([], []), None)  # created empty, so without a full-text index
-    assert not update_table(db, "empty", ["z"], ["zebra crossing"], None).rebuilt
+    assert update_table(db, "empty", ["z"], ["zebra crossing"], None).rebuilt  # adds more than it keeps
     assert keyword(db.open_table("empty"), "zebra", index_only=True) == ["z"]
+    db.create_table("unindexed", data=rows_of(["y"], ["yellow submarine"]))  # a run killed before its index
+    assert update_table(db, "unindexed", ["y"], ["yellow submarine"], None).counts()["kept"] == 1
+    assert keyword(db.open_table("unindexed"), "yellow", index_only=True) == ["y"]
+
+
+def test_a_table_without_vectors_that_would_add_more_rows_than_it_keeps_is_rebuilt(db):
+    write_table(db, "t", rows_of(["a", "b"], ["apple orchard", "banana plantation"]), None)
+    update = update_table(db, "t", ["a", "b", "c", "d", "e"], ["apple orchard", "banana plantation", "cherry blossom",
+                                                               "durian market", "elder flower"], None)
+    assert update.counts() == {"added": 5, "removed": 0, "kept": 0, "rebuilt": True}
+    assert sorted(rows(db.open_table("t"))) == ["a", "b", "c", "d", "e"]
+    assert keyword(db.open_table("t"), "elder", index_only=True) == ["e"]
+    with_vectors = update_table(db, "v", ["a"], ["apple orchard"], [vec(1)])
+    assert with_vectors.rebuilt  # missing
+    kept = update_table(db, "v", ["a", "b", "c"], ["apple orchard", "banana", "cherry"], [vec(1), vec(2), vec(3)])
+    assert kept.counts() == {"added": 2, "removed": 0, "kept": 1, "rebuilt": False}  # its vectors are kept
 
 
 def stats(root: Path) -> dict:
