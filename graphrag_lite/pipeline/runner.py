@@ -305,6 +305,7 @@ def _run_stage(stage: Stage, config: GraphRagConfig, store: OutputStore, progres
                models: ModelAccess) -> tuple[StageResult, dict[str, Any]]:
     rows_in = {name: store.rows(name) for name in stage.reads}
     pa.default_memory_pool().release_unused()  # Arrow keeps what earlier stages freed, and it would count here
+    start_rss = _memory_mb("VmRSS")  # what earlier stages left: the stage's own need is its peak minus this
     _reset_peak_memory()
     started, client_existed = time.perf_counter(), models.client_start_s is not None
     context = StageContext(config=config, store=store, progress=progress, stage=stage, models=models)
@@ -322,7 +323,8 @@ def _run_stage(stage: Stage, config: GraphRagConfig, store: OutputStore, progres
            if not client_existed and models.client_start_s is not None else {}),
         "rows_in": rows_in,
         "rows_out": {name: len(result.tables[name]) for name in stage.writes},
-        "peak_rss_mb": _peak_memory_mb(),
+        "start_rss_mb": start_rss,
+        "peak_rss_mb": _memory_mb("VmHWM"),
         "summary": result.summary,
         "problems": result.problems,
         **({"details": result.details} if result.details else {}),
@@ -338,11 +340,12 @@ def _reset_peak_memory() -> None:
         Path("/proc/self/clear_refs").write_text("5")
 
 
-def _peak_memory_mb() -> float:
+def _memory_mb(field: str) -> float:
+    """The process's resident size now (VmRSS) or its high-water mark since the last reset (VmHWM)."""
     try:
         for line in Path("/proc/self/status").read_text().splitlines():
-            if line.startswith("VmHWM:"):
+            if line.startswith(f"{field}:"):
                 return round(int(line.split()[1]) / 1024, 1)
     except OSError:
         pass
-    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)
+    return round(resource.getrusage(resource.RUSAGE_SELF).ru_maxrss / 1024, 1)  # not Linux: the process's peak
