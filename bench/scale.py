@@ -5,7 +5,8 @@
 
 The corpus is bench/scale_corpus.py's: N synthetic documents of 200 to 4,000 words whose distinct names grow
 with N as real corpora's do (a power of N, Zipf-like frequencies, topics of co-occurring names), written once
-per (N, seed) under --work (default: a temporary folder, gone at the end) and read again by later runs.
+per (N, seed) and version of the generator under --work (default: a temporary folder, gone at the end) and read
+again by later runs.
 For each size, a fresh project (`graphrag-lite init`, with input.base_dir set to the corpus's folder) is
 indexed by `graphrag-lite index --method fast` in a subprocess, one size after another; with --standard, the
 standard method too (--standard-sizes), with the offline fake model (fake/default, fake/embedding) at zero

@@ -25,12 +25,15 @@ average). Names are Capitalized Multi-Word proper names as the fast method's rul
 or an honorific types them PERSON), organizations "Brask Shipping Company", "University of Ostra" (a company
 suffix types them), places "Ostra", "Port Aldermere", always after in/at/near/from/to (which types them GEO),
 events "Halvard Accord". No sentence starts with a name and no two names touch, so every mention is found as
-written (tests/test_scale_corpus.py checks it). Documents are drawn one after another from one generator:
-the first N documents of a larger corpus of the same seed are the corpus of N.
+written (tests/test_scale_corpus.py checks it); nor does "and" join two names, which the offline fake model's
+extraction (graphrag_lite/fake/extraction.py) would take for one name, as it would a name after a capitalised
+sentence start (templates start with a word and a lower-case one). Documents are drawn one after another from
+one generator: the first N documents of a larger corpus of the same seed are the corpus of N.
 """
 
 from __future__ import annotations
 
+import hashlib
 import json
 import math
 import random
@@ -98,7 +101,8 @@ PLACE_FORMS = ("{}", "{}", "{}", "Port {}", "Lake {}", "{} Valley", "{} Bay", "M
 EVENT_WORDS = ("Accord", "Summit", "Festival", "Treaty", "Initiative", "Project", "Expedition", "Reform")
 
 # Templates: {n} noun, {a} adjective, {v} verb, {r} adverb, {A} a name (person, organization or event),
-# {P} a place (after a cue the template writes). None starts with a name; no two names touch.
+# {P} a place (after a cue the template writes). None starts with a name; no two names touch, nor are
+# they joined by "and" (the fake model's extraction would take "A and B" for one name).
 TEMPLATES = """The {a} {n} {v} the {n} {r}.
 After the {n}, the {a} {n} {v} a {a} {n} and the {n} {v} {r}.
 In the {a} {n}, the {n} {v} the {n} of the {n}.
@@ -112,7 +116,7 @@ The {n} of {A} {v} the {a} {n}.
 The {a} {n} {v} in {P} during the {n}.
 A {a} {n} was {v} near {P} {r}.
 Travellers from {P} {v} the {a} {n}.
-The {n} was {v} by {A} and {A} {v} the {a} {n}.
+The {n} was {v} by {A}, while {A} {v} the {a} {n}.
 After the {n}, {A} {v} {A} about the {a} {n}.
 According to {A}, {A} {v} the {n} {r}.
 Last {n}, {A} {v} the {a} {n} in {P}.
@@ -120,12 +124,12 @@ The {a} {n} at {P} was {v} by {A}.
 Officials said {A} {v} the {n} near {P}.
 The {n} {v} from {P} to {P} {r}.
 A {a} {n} linked the {n} in {P} with the {n} near {P}.
-The {n} {v} {A}, {A} and {A} in the {a} {n}.
-Besides {A}, the {n} {v} {A} and {A}.
-The {n} was {v} by {A} and {A} in {P} {r}.
+The {n} {v} {A}, {A} as well as {A} in the {a} {n}.
+Apart from {A}, the {n} {v} {A} together with {A}.
+The {n} was {v} by {A} with {A} in {P} {r}.
 At the {n} near {P}, {A} {v} {A}.
 The {a} {n} {v} by {A} ran from {P} to {P}.
-The {n} went through {P}, near {P} and into {P}.""".splitlines()
+The {n} went through {P}, near {P}, then into {P}.""".splitlines()
 SLOT = re.compile(r"\{(\w)\}")
 ARTICLE = re.compile(r"\b([Aa]) (?=[aeiou])")  # "a" before a vowel is "an"
 
@@ -324,10 +328,11 @@ def write_corpus(folder: Path, count: int, seed: int) -> dict:
 
 
 def cached_corpus(work: Path, count: int, seed: int) -> tuple[Path, dict, bool]:
-    """The folder of the corpus's documents under `work`, written once per (count, seed) (figures in
-    corpus.json, written last: a folder without it is an interrupted write, written again), its figures, and
-    whether it was written now."""
-    folder = work / f"corpus-n{count}-seed{seed}"
+    """The folder of the corpus's documents under `work`, written once per (count, seed) and version of this
+    file (figures in corpus.json, written last: a folder without it is an interrupted write, written again),
+    its figures, and whether it was written now."""
+    version = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:8]  # an edited generator writes anew
+    folder = work / f"corpus-n{count}-seed{seed}-{version}"
     figures_file = folder / "corpus.json"
     if figures_file.is_file():
         return folder / "documents", json.loads(figures_file.read_text(encoding="utf-8")), False
