@@ -158,15 +158,15 @@ def print_summary(results: list[dict]) -> None:
 def print_stage_growth(runs: list[dict]) -> None:
     """Each stage's wall and peak at every size, and its per-document wall at the largest over the smallest."""
     labels = [f"{run['documents'] / 1000:g}k" for run in runs]
-    print(f"\n{'stage':30}" + "".join(f"{'wall s ' + label:>12}" for label in labels) + f"{'x ms/doc':>10}"
-          + "".join(f"{'peak MB ' + label:>13}" for label in labels))
+    print(f"\n{'stage':30}" + "".join(f"{'wall s ' + label:>14}" for label in labels) + f"{'x ms/doc':>10}"
+          + "".join(f"{'peak MB ' + label:>15}" for label in labels))
     first, last = runs[0], runs[-1]
     for name in first["stages"]:
         walls = [run["stages"].get(name, {}).get("wall_s") or 0.0 for run in runs]
         peaks = [run["stages"].get(name, {}).get("peak_rss_mb") or 0.0 for run in runs]
         ratio = (walls[-1] / last["documents"]) / (walls[0] / first["documents"]) if walls[0] else 0.0
-        print(f"{name:30}" + "".join(f"{wall:12.1f}" for wall in walls) + f"{ratio:10.2f}"
-              + "".join(f"{peak:13,.0f}" for peak in peaks))
+        print(f"{name:30}" + "".join(f"{wall:14.1f}" for wall in walls) + f"{ratio:10.2f}"
+              + "".join(f"{peak:15,.0f}" for peak in peaks))
 
 
 def main() -> None:
