@@ -13,7 +13,9 @@ standard method too (--standard-sizes), with the offline fake model (fake/defaul
 latency and no answer cache (a fresh project has none), so what it measures is the pipeline's own work.
 What is measured, per run:
 - per stage, from the run's stats.json: wall time, peak RSS (peak_rss_mb: the stage's high-water mark; the
-  runner resets it before each stage, so it includes what earlier stages left allocated) and rows in and out;
+  runner resets it before each stage, so it includes what earlier stages left allocated), the resident size
+  at its start where stats.json gives it (start_rss_mb: what earlier stages left; "-" before it did) and rows
+  in and out;
 - the whole run: the process's wall time (start to exit, start-up included) and CPU time (user + system: on a
   shared machine the wall may include waiting for a core), and its peak RSS: the larger of the stages' and of
   the process's high-water mark read every 20 ms while it runs (bench/large_input.py's sampler: it also sees
@@ -89,8 +91,8 @@ def index(root: Path, documents: Path, method: str) -> dict:
 
 def figures(method: str, count: int, corpus_figures: dict, run: dict) -> dict:
     """What a run measured, per stage and in all."""
-    stages = {name: {key: stage.get(key) for key in ("wall_s", "peak_rss_mb", "rows_in", "rows_out", "summary",
-                                                     "details")}
+    stages = {name: {key: stage.get(key) for key in ("wall_s", "start_rss_mb", "peak_rss_mb", "rows_in", "rows_out",
+                                                     "summary", "details")}
               for name, stage in run["stats"].get("stages", {}).items()}
     stage_peak = max((stage["peak_rss_mb"] or 0 for stage in stages.values()), default=0.0)
     peak = max(stage_peak, run["sampled_peak_mb"])
@@ -113,10 +115,11 @@ def print_run(result: dict) -> None:
     print(f"{result['method']} method, {result['documents']:,} documents: exit {result['exit']} ({result['status']})")
     if result["exit"] != 0:
         print("  " + "\n  ".join(result["output_tail"]))
-    print(f"  {'stage':30}{'wall s':>8}{'peak MB':>9}  rows in -> out")
+    print(f"  {'stage':30}{'wall s':>8}{'start MB':>9}{'peak MB':>9}  rows in -> out")
     for name, stage in result["stages"].items():
-        print(f"  {name:30}{stage['wall_s'] or 0:8.1f}{stage['peak_rss_mb'] or 0:9.0f}  {rows(stage['rows_in'])}"
-              f" -> {rows(stage['rows_out'])}")
+        start = "-" if stage["start_rss_mb"] is None else f"{stage['start_rss_mb']:,.0f}"
+        print(f"  {name:30}{stage['wall_s'] or 0:8.1f}{start:>9}{stage['peak_rss_mb'] or 0:9,.0f}  "
+              f"{rows(stage['rows_in'])} -> {rows(stage['rows_out'])}")
     calls = f", {result['llm_calls']:,} model calls" if result["llm_calls"] else ""
     print(f"  run: {result['wall_s']:.1f} s wall ({result['cpu_s']:.1f} s CPU{calls}), peak RSS "
           f"{result['peak_mb']:,.0f} MB (stages' {result['stages_peak_mb']:,.0f}, sampled "
