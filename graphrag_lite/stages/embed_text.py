@@ -27,6 +27,7 @@ from graphrag_lite.commits import read_commit
 from graphrag_lite.config import GraphRagConfig
 from graphrag_lite.errors import IndexDamaged
 from graphrag_lite.estimate import CallEstimate
+from graphrag_lite.large_imports import import_large
 from graphrag_lite.llm.calls import gather_all
 from graphrag_lite.pipeline.contract import Stage, StageContext, StageResult
 from graphrag_lite.storage import write_json
@@ -141,8 +142,12 @@ def early(ctx: StageContext) -> Coroutine[Any, Any, dict[str, list[float]]] | No
 
 
 async def vectors_by_text(ctx: StageContext, texts: list[str]) -> dict[str, list[float]]:
-    """The early work's result: taken by text at the stage's turn, whatever else it then sends."""
-    return dict(zip(texts, await embedded(ctx, texts, None), strict=True))
+    """The early work's result: taken by text at the stage's turn, whatever else it then sends. LanceDB is then
+    imported too, in a thread: about 1 s that would otherwise come at the stage's turn, on the run's critical
+    path, and here falls in the graph's extraction, which mostly waits for the model."""
+    vectors = await embedded(ctx, texts, None)
+    await asyncio.to_thread(import_large, "lancedb")
+    return dict(zip(texts, vectors, strict=True))
 
 
 async def early_vectors(task: asyncio.Task[dict[str, list[float]]] | None) -> dict[str, list[float]]:
