@@ -561,3 +561,24 @@ def test_a_call_cancelled_in_flight_frees_its_slot_without_counting_as_an_answer
     slots = asyncio.run(scenario())
     assert slots.in_flight == 0 and slots.peak == 1
     assert slots._successes == 0 and not slots._recent
+
+
+def test_a_stage_s_running_spend_is_what_its_totals_say():
+    """The progress bar's figures are kept as calls are recorded (summing every record twice a second made a
+    stage of 100,000 calls quadratic); they must say what the totals of the same records say: failed attempts
+    count their tokens but are not calls, cache hits are calls that cost nothing."""
+    from graphrag_lite.llm.ledger import CallRecord, Ledger
+
+    def record(stage: str, kind: str = "chat", cache_hit: bool = False, cost: float | None = 0.5) -> CallRecord:
+        return CallRecord(stage, "m", kind, prompt_tokens=100, completion_tokens=20, cost_usd=cost, latency_s=0.1,
+                          cache_hit=cache_hit, retries=0, parse_retries=0, ok=kind != "failed_attempt")
+
+    ledger = Ledger()
+    for one in (record("a"), record("a", cache_hit=True), record("a", kind="failed_attempt"), record("a", cost=None),
+                record("b", kind="embedding")):
+        ledger.add(one)
+    for stage in ("a", "b"):
+        totals = ledger.totals(stage)
+        assert ledger.running(stage) == {key: totals[key] for key in ("calls", "prompt_tokens", "completion_tokens",
+                                                                      "cost_usd")}
+    assert ledger.running("a")["calls"] == 3 and ledger.running("c") is None

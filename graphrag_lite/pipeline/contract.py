@@ -117,9 +117,9 @@ class StageContext:
             if not shown[0]:  # an item that ends after its bar went (left running by an interrupted run)
                 return
             self.progress.advance(task)
-            if time.monotonic() - refreshed[0] > 0.5:  # the ledger is summed at most twice a second
+            if time.monotonic() - refreshed[0] > 0.5:  # shown at most twice a second
                 refreshed[0] = time.monotonic()
-                self.progress.update(task, spend=spend_text(self.models.totals(self.stage_name)))
+                self.progress.update(task, spend=spend_text(self.models.running(self.stage_name)))
 
         try:
             yield advance

@@ -79,6 +79,10 @@ class ModelAccess:
             self.client_start_s = round(time.perf_counter() - started, 3)
         return self._gateway
 
+    def running(self, stage: str) -> dict[str, Any] | None:
+        """A stage's calls, tokens and cost so far (for its progress bar; None before its first call)."""
+        return None if self._gateway is None else self._gateway.ledger.running(stage)
+
     def totals(self, stage: str | None = None, early_only: bool = False) -> dict[str, Any] | None:
         if self._gateway is None or not self._gateway.ledger.records:
             return None
