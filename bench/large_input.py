@@ -81,6 +81,14 @@ def index(root: Path, *settings: str) -> dict:
     command = [BIN / "graphrag-lite", "index", "--root", root, "--method", "fast", "--force"]
     for setting in settings:
         command += ["--set", setting]
+    returncode, wall, peak_mb, output = run_sampled(command)
+    stats_file = root / "output" / "stats.json"
+    return {"exit": returncode, "wall_s": wall, "sampled_rss_mb": peak_mb,
+            "stats": json.loads(stats_file.read_text()) if stats_file.exists() else {}, "output": output}
+
+
+def run_sampled(command: list) -> tuple[int, float, float, str]:
+    """Run `command` to its end: its exit code, wall seconds, sampled peak RSS (MB) and output."""
     started = time.perf_counter()
     run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
     peak = [0]
@@ -89,9 +97,7 @@ def index(root: Path, *settings: str) -> dict:
     output = run.communicate()[0]
     wall = time.perf_counter() - started
     sampler.join()
-    stats_file = root / "output" / "stats.json"
-    return {"exit": run.returncode, "wall_s": wall, "sampled_rss_mb": peak[0] / 1024,
-            "stats": json.loads(stats_file.read_text()) if stats_file.exists() else {}, "output": output}
+    return run.returncode, wall, peak[0] / 1024, output
 
 
 def sample_peak(run: subprocess.Popen, peak: list[int]) -> None:

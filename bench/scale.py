@@ -35,11 +35,10 @@ import shutil
 import subprocess
 import sys
 import tempfile
-import threading
 import time
 from pathlib import Path
 
-from large_input import sample_peak
+from large_input import run_sampled
 from scale_corpus import cached_corpus
 
 FAKE_MODELS = ("models.default_chat_model.model=fake/default",
@@ -73,19 +72,12 @@ def index(root: Path, documents: Path, method: str) -> dict:
     for setting in settings:
         command += ["--set", setting]
     before = resource.getrusage(resource.RUSAGE_CHILDREN)
-    started = time.perf_counter()
-    run = subprocess.Popen(command, stdout=subprocess.PIPE, stderr=subprocess.STDOUT, text=True)
-    peak = [0]
-    sampler = threading.Thread(target=sample_peak, args=(run, peak), daemon=True)
-    sampler.start()
-    output = run.communicate()[0]
-    wall = time.perf_counter() - started
-    sampler.join()
+    returncode, wall, peak_mb, output = run_sampled(command)
     after = resource.getrusage(resource.RUSAGE_CHILDREN)
     cpu = after.ru_utime + after.ru_stime - before.ru_utime - before.ru_stime
     stats_file = root / "output" / "stats.json"
     stats = json.loads(stats_file.read_text(encoding="utf-8")) if stats_file.is_file() else {}
-    return {"exit": run.returncode, "wall_s": wall, "cpu_s": cpu, "sampled_peak_mb": peak[0] / 1024,
+    return {"exit": returncode, "wall_s": wall, "cpu_s": cpu, "sampled_peak_mb": peak_mb,
             "stats": stats, "output_tail": output.strip().splitlines()[-5:]}
 
 
