@@ -582,3 +582,16 @@ def test_a_stage_s_running_spend_is_what_its_totals_say():
         assert ledger.running(stage) == {key: totals[key] for key in ("calls", "prompt_tokens", "completion_tokens",
                                                                       "cost_usd")}
     assert ledger.running("a")["calls"] == 3 and ledger.running("c") is None
+
+
+def test_the_fake_keeps_a_bounded_record_of_prompts():
+    """A benchmark's run of 10^5 calls must not keep every prompt in memory: the fake keeps the first ones
+    (all a test asks about) and counts the rest."""
+    from graphrag_lite.fake.faults import KEPT_FIRST_MESSAGES, FakeStats
+
+    stats = FakeStats()
+    for number in range(KEPT_FIRST_MESSAGES + 3):
+        stats.asked(f"prompt {number}")
+    assert len(stats.first_messages) == KEPT_FIRST_MESSAGES
+    assert stats.first_messages[:2] == ["prompt 0", "prompt 1"]
+    assert stats.first_messages_not_kept == 3

@@ -9,6 +9,8 @@ from dataclasses import dataclass, field
 
 from graphrag_lite.fake.options import Options
 
+KEPT_FIRST_MESSAGES = 10_000
+
 
 @dataclass
 class FakeStats:
@@ -22,7 +24,16 @@ class FakeStats:
     in_flight: int = 0
     peak_in_flight: int = 0
     started: list[float] = field(default_factory=list)
-    first_messages: list[str] = field(default_factory=list)  # what each request began with (a prompt's text)
+    first_messages: list[str] = field(default_factory=list)  # what each request began with, for the first
+    # KEPT_FIRST_MESSAGES requests: enough for any test, and a benchmark's run of 10^5 calls does not keep
+    # every prompt it sent in memory (gigabytes, which a real model's client does not hold)
+    first_messages_not_kept: int = 0
+
+    def asked(self, first_message: str) -> None:
+        if len(self.first_messages) < KEPT_FIRST_MESSAGES:
+            self.first_messages.append(first_message)
+        else:
+            self.first_messages_not_kept += 1
 
     def reset(self) -> None:
         self.__init__()  # type: ignore[misc]

@@ -59,7 +59,7 @@ class FakeLLM(CustomLLM):
         STATS.completions += 1
         prompt_tokens = provider_prompt_tokens(messages)
         STATS.prompt_tokens += prompt_tokens
-        STATS.first_messages.append(str(messages[0].get("content", "")) if messages else "")
+        STATS.asked(str(messages[0].get("content", "")) if messages else "")
         STATS.started.append(time.monotonic())
         STATS.in_flight += 1
         STATS.peak_in_flight = max(STATS.peak_in_flight, STATS.in_flight)
