@@ -1,12 +1,14 @@
 """Benchmark (issue 38): how an index grows with its corpus, from 1,000 to 100,000 documents.
 
     .venv/bin/python bench/scale.py --sizes 1000,10000,100000 [--standard --standard-sizes 1000,10000,30000]
-                                    [--work DIR] [--seed 1] [--json PATH] [--keep]
+                                    [--work DIR] [--seed 1] [--max-names N] [--json PATH] [--keep]
 
 The corpus is bench/scale_corpus.py's: N synthetic documents of 200 to 4,000 words whose distinct names grow
 with N as real corpora's do (a power of N, Zipf-like frequencies, topics of co-occurring names), written once
 per (N, seed) and version of the generator under --work (default: a temporary folder, gone at the end) and read
 again by later runs.
+With --max-names N, no new name is made past N (a name drawn among those made instead): the text grows with
+the corpus while its graph stops growing, which shows what memory the text alone costs.
 For each size, a fresh project (`graphrag-lite init`, with input.base_dir set to the corpus's folder) is
 indexed by `graphrag-lite index --method fast` in a subprocess, one size after another; with --standard, the
 standard method too (--standard-sizes), with the offline fake model (fake/default, fake/embedding) at zero
@@ -50,10 +52,10 @@ def sizes(text: str) -> list[int]:
     return sorted({int(size.replace("_", "")) for size in text.split(",") if size.strip()})
 
 
-def corpus(work: Path, count: int, seed: int) -> tuple[Path, dict]:
+def corpus(work: Path, count: int, seed: int, max_names: int | None = None) -> tuple[Path, dict]:
     """The corpus's folder and figures, generated when --work does not hold it yet."""
     started = time.perf_counter()
-    folder, figures, generated = cached_corpus(work, count, seed)
+    folder, figures, generated = cached_corpus(work, count, seed, max_names)
     took = time.perf_counter() - started
     print(f"\ncorpus of {count:,} documents (seed {seed}): {figures['words']:,} words, {figures['topics']:,} "
           f"topics, {figures['distinct_names']:,} distinct names ({figures['names_in_2_documents_or_more']:,} in 2 "
@@ -173,6 +175,8 @@ def main() -> None:
     parser.add_argument("--work", type=Path, help="folder of the cached corpora and the projects (default: a "
                         "temporary one)")
     parser.add_argument("--seed", type=int, default=1)
+    parser.add_argument("--max-names", type=int, help="stop making new names past this many: a corpus whose graph "
+                        "stays small while its text grows")
     parser.add_argument("--json", type=Path, help="write every figure here")
     parser.add_argument("--keep", action="store_true", help="keep each project (its index) under --work")
     args = parser.parse_args()
@@ -182,8 +186,9 @@ def main() -> None:
         plan = [("fast", n) for n in args.sizes] + [("standard", n) for n in args.standard_sizes if args.standard]
         results = []
         for method, count in plan:  # one at a time: a run's memory and cores are its own
-            documents, corpus_figures = corpus(work, count, args.seed)
-            root = work / f"{method}-n{count}-seed{args.seed}"
+            documents, corpus_figures = corpus(work, count, args.seed, args.max_names)
+            capped = "" if args.max_names is None else f"-names{args.max_names}"
+            root = work / f"{method}-n{count}-seed{args.seed}{capped}"
             results.append(figures(method, count, corpus_figures, index(root, documents, method)))
             print_run(results[-1])
             if not args.keep:

@@ -187,8 +187,9 @@ class Document:
 class World:
     """The names, topics and restaurants, grown as documents are drawn."""
 
-    def __init__(self, seed: int) -> None:
+    def __init__(self, seed: int, max_names: int | None = None) -> None:
         self.rng = random.Random(seed)
+        self.max_names = max_names  # past it, a "new" name is one of those already made: a graph that stops growing
         self.names: list[str] = []
         self.places: list[bool] = []  # whether each name is a place
         self.taken: set[str] = set()
@@ -206,7 +207,9 @@ class World:
         return self.topic_names[topic].draw(self.rng, lambda: self.global_names.draw(self.rng, self.new_name))
 
     def new_name(self) -> int:
-        """A name no entity has yet, of a kind drawn by KINDS."""
+        """A name no entity has yet, of a kind drawn by KINDS (past max_names, one drawn among the names)."""
+        if self.max_names is not None and len(self.names) >= self.max_names:
+            return self.rng.randrange(len(self.names))
         kind = self.rng.choices(list(KINDS), weights=list(KINDS.values()))[0]
         while (name := self.spell(kind)) in self.taken:
             pass
@@ -297,9 +300,9 @@ def invented_word(rng: random.Random) -> str:
     return word.capitalize() if len(word) > 2 and word not in NOT_NAMES else invented_word(rng)
 
 
-def documents(count: int, seed: int) -> Iterator[Document]:
+def documents(count: int, seed: int, max_names: int | None = None) -> Iterator[Document]:
     """The corpus of `count` documents of `seed`, one document at a time."""
-    world = World(seed)
+    world = World(seed, max_names)
     for number in range(count):
         yield world.document(number)
 
@@ -308,12 +311,12 @@ def document_path(folder: Path, number: int) -> Path:
     return folder / f"{number // DOCUMENTS_PER_FOLDER:03d}" / f"doc-{number:06d}.txt"
 
 
-def write_corpus(folder: Path, count: int, seed: int) -> dict:
+def write_corpus(folder: Path, count: int, seed: int, max_names: int | None = None) -> dict:
     """Write the corpus into `folder` (one text file a document, a thousand a subfolder); its figures."""
     frequency: Counter[str] = Counter()  # documents mentioning each name
     topics: set[int] = set()
     words = mentions = size = 0
-    for document in documents(count, seed):
+    for document in documents(count, seed, max_names):
         path = document_path(folder, document.number)
         path.parent.mkdir(parents=True, exist_ok=True)
         size += path.write_text(document.text, encoding="utf-8")
@@ -327,16 +330,17 @@ def write_corpus(folder: Path, count: int, seed: int) -> dict:
             "document_mentions": mentions, "most_documents_of_a_name": max(frequency.values(), default=0)}
 
 
-def cached_corpus(work: Path, count: int, seed: int) -> tuple[Path, dict, bool]:
+def cached_corpus(work: Path, count: int, seed: int, max_names: int | None = None) -> tuple[Path, dict, bool]:
     """The folder of the corpus's documents under `work`, written once per (count, seed) and version of this
     file (figures in corpus.json, written last: a folder without it is an interrupted write, written again),
     its figures, and whether it was written now."""
     version = hashlib.sha256(Path(__file__).read_bytes()).hexdigest()[:8]  # an edited generator writes anew
-    folder = work / f"corpus-n{count}-seed{seed}-{version}"
+    capped = "" if max_names is None else f"-names{max_names}"
+    folder = work / f"corpus-n{count}-seed{seed}{capped}-{version}"
     figures_file = folder / "corpus.json"
     if figures_file.is_file():
         return folder / "documents", json.loads(figures_file.read_text(encoding="utf-8")), False
     shutil.rmtree(folder, ignore_errors=True)
-    figures = write_corpus(folder / "documents", count, seed)
+    figures = write_corpus(folder / "documents", count, seed, max_names)
     figures_file.write_text(json.dumps(figures, indent=1), encoding="utf-8")
     return folder / "documents", figures, True

@@ -64,3 +64,10 @@ def test_a_corpus_is_written_once_per_size_and_seed(tmp_path, monkeypatch):
     assert [p.read_text(encoding="utf-8") for p in sorted(folder.rglob("*.txt"))] == texts
     monkeypatch.setattr(scale_corpus, "write_corpus", lambda *_: pytest.fail("written again"))
     assert scale_corpus.cached_corpus(tmp_path, 12, seed=3) == (folder, figures, False)
+
+
+def test_a_capped_corpus_stops_making_names():
+    capped = list(scale_corpus.documents(200, seed=3, max_names=40))
+    free = list(scale_corpus.documents(200, seed=3))
+    assert len({name for document in capped for name in document.names}) <= 40
+    assert len({name for document in free for name in document.names}) > 40
