@@ -5,7 +5,7 @@ import json
 from typer.testing import CliRunner
 
 from graphrag_lite.cli import app
-from tests.conftest import DATA, make_project
+from tests.conftest import DATA, SAMPLE, make_project
 
 DULCE = DATA / "operation-dulce" / "dulce.txt"
 
@@ -70,7 +70,8 @@ def test_dry_run_prompt_tokens_of_certain_calls_are_counted_exactly(tmp_path):
 def test_budget_stops_the_run_and_a_rerun_continues(tmp_path):
     from graphrag_lite.fake.provider import STATS
 
-    root = make_project(tmp_path, [DULCE], "budget:\n  max_tokens: 12000\n")
+    # room for the early embeddings and two or three extractions, each reserving its longest answer (8,000)
+    root = make_project(tmp_path, [DULCE], "budget:\n  max_tokens: 30000\n")
     (root / "settings.yaml").write_text((root / "settings.yaml").read_text().replace(
         "max_retry_wait: 0.01", "max_retry_wait: 0.01\n    concurrency: 1"))
     STATS.reset()
@@ -201,3 +202,17 @@ def test_a_dry_run_follows_cached_real_model_replies_in_compact_gleaning(tmp_pat
     assert index(root, "--dry-run", "--set", "extract_graph.gleaning=history").exit_code == 0
     history = json.loads((root / "output" / "dry_run.json").read_text())["extract_graph"]
     assert history["up_to_extra_calls"] > 0  # other follow-ups: not in the cache
+
+
+def test_a_cost_budget_is_a_cap_with_25_calls_in_flight(tmp_path):
+    """The fake's extraction answers run several times longer than their prompts: a budget that reserved an
+    answer as long as the prompt let 25 calls in flight take the sample's run 82% past a $0.03 cap. Each call
+    now reserves its longest answer (max_tokens), so the run stops at or under the cap and says what it spent."""
+    cap = 0.03
+    root = make_project(tmp_path, SAMPLE, f"budget:\n  max_cost_usd: {cap}\n")
+    stopped = index(root)
+    assert stopped.exit_code == 3, stopped.output
+    spent = stats(root)["llm"]["cost_usd"]
+    assert 0.5 * cap < spent <= 1.05 * cap
+    assert f"${spent:.4f} spent (" in stopped.output.replace("\n", "")
+    assert "early work $" in stopped.output.replace("\n", "")  # the text units' early embeddings, named

@@ -67,6 +67,7 @@ class Ledger:
         self._reserved_tokens = 0
         self._in_flight = 0  # calls holding a reservation
         self._by_stage: dict[str, dict[str, Any]] = {}  # running spend per stage, for progress bars
+        self._early_cost: dict[str, float] = {}  # of that, what each stage's early work spent
 
     def add(self, record: CallRecord) -> None:
         if self.keep_records:
@@ -86,6 +87,8 @@ class Ledger:
             spend["prompt_tokens"] += record.prompt_tokens
             spend["completion_tokens"] += record.completion_tokens
             spend["cost_usd"] += record.cost_usd or 0.0
+            if record.early:
+                self._early_cost[record.stage] = self._early_cost.get(record.stage, 0.0) + (record.cost_usd or 0.0)
 
     def running(self, stage: str) -> dict[str, Any] | None:
         """A stage's calls, tokens and cost so far, kept as calls are recorded: a progress bar shows them
@@ -108,8 +111,8 @@ class Ledger:
         if (over_cost or over_tokens) and self._in_flight:
             return None
         if over_cost:
-            raise BudgetExceeded(f"budget reached: ${self.prior_cost + self._cost:.4f} spent{self._earlier()}, and "
-                                 f"{what} would pass budget.max_cost_usd=${self.max_cost_usd}")
+            raise BudgetExceeded(f"budget reached: ${self.prior_cost + self._cost:.4f} spent ({self._spent_by_stage()})"
+                                 f"{self._earlier()}, and {what} would pass budget.max_cost_usd=${self.max_cost_usd}")
         if over_tokens:
             raise BudgetExceeded(f"budget reached: {self.prior_tokens + self._tokens:,} tokens used{self._earlier()}, "
                                  f"and {what} would pass budget.max_tokens={self.max_tokens:,}")
@@ -122,6 +125,18 @@ class Ledger:
         self._in_flight -= 1
         self._reserved_cost = max(0.0, self._reserved_cost - reservation[0]) if self._in_flight else 0.0
         self._reserved_tokens -= reservation[1]
+
+    def _spent_by_stage(self) -> str:
+        """What each stage of this run spent, its early work apart: "extract_graph $0.0226, embed_text's early
+        work $0.0037" (the stage lines show a stage's calls; early work runs beside another stage)."""
+        parts = []
+        for stage, spend in self._by_stage.items():
+            early = self._early_cost.get(stage, 0.0)
+            if spend["cost_usd"] - early >= 0.00005:
+                parts.append(f"{stage} ${spend['cost_usd'] - early:.4f}")
+            if early >= 0.00005:
+                parts.append(f"{stage}'s early work ${early:.4f}")
+        return ", ".join(parts) or "no priced call"
 
     def _earlier(self) -> str:
         return f" (${self.prior_cost:.4f} in earlier runs of this index)" if self.prior_cost or self.prior_tokens \

@@ -47,6 +47,15 @@ def listed_unit_prices(model: str) -> tuple[float, float, float] | None:
     return float(prompt), float(completion), float(prompt if read is None else read)
 
 
+def listed_max_output_tokens(model: str) -> int | None:
+    """The longest answer the model writes, from LiteLLM's price map (read without importing LiteLLM): the
+    model string, else its name without the provider; None when the map does not say."""
+    prices = _price_map()
+    info = prices.get(model) or prices.get(model.partition("/")[2]) or {}
+    longest = info.get("max_output_tokens") or info.get("max_tokens")
+    return int(longest) if isinstance(longest, int | float) and longest > 0 else None
+
+
 @functools.cache
 def _price_map() -> dict[str, Any]:
     spec = find_spec("litellm")  # located, not imported

@@ -30,7 +30,7 @@ from graphrag_lite.llm.failures import (
 from graphrag_lite.llm.ledger import EARLY_WORK, BudgetExceeded, CallRecord, Ledger
 from graphrag_lite.llm.limits import ModelLimiter
 from graphrag_lite.llm.openai_http import OpenAIHTTP, speaks_openai
-from graphrag_lite.llm.prices import listed_unit_prices, priced, unit_prices
+from graphrag_lite.llm.prices import listed_max_output_tokens, listed_unit_prices, priced, unit_prices
 from graphrag_lite.llm.providers import key_problem, load_litellm, no_key_choices, plugged, plugged_prices
 
 LOG = logging.getLogger("graphrag_lite.llm")  # retries, in the run's log file (OUTPUT/logs/index.log)
@@ -55,6 +55,7 @@ class Transport:
         self._checked: set[str] = set()  # model ids whose provider LiteLLM knows
         self._keyed: set[str] = set()  # model ids whose key looked usable before their first call
         self._unit_prices: dict[str, tuple[float, float, float] | None] = {}  # USD per prompt, completion, cached token
+        self._unbounded_answers: set[str] = set()  # model strings warned of: answers the budget cannot bound
 
     async def send(self, model_id: str, model: ModelConfig, estimate: Callable[[], int],
                             call: Callable[[], Any], stage: str, times_itself: bool, completion: int | None = None
@@ -124,16 +125,32 @@ class Transport:
             self.ledger.max_tokens is not None
 
     async def _reserve(self, model: ModelConfig, estimate: int, completion: int | None) -> tuple[float, int]:
-        """Reserve a call's likely cost before it is sent (an answer as long as its prompt, at most
-        max_tokens), so calls that waited for a slot cannot all go out once the budget is spent. Near the
-        cap, a call waits for those in flight to be counted before it goes, or the run stops."""
-        completion_tokens = estimate if completion is None else min(completion, estimate)
+        """Reserve a call's worst-case cost before it is sent: its prompt and the longest answer it may get
+        (`completion`: the call's max_tokens, else the model's longest answer in the price map), so the calls
+        in flight can never take the run past the budget, however long their answers. Near the cap, a call
+        waits for those in flight to be counted at their real cost before it goes, or the run stops."""
+        completion_tokens = completion if completion is not None else self._longest_answer(model, estimate)
         cost = self.price(model, estimate, completion_tokens) or 0.0
         while True:
             reservation = self.ledger.reserve(cost, estimate + completion_tokens)
             if reservation is not None:
                 return reservation
             await asyncio.sleep(0.05)
+
+    def _longest_answer(self, model: ModelConfig, estimate: int) -> int:
+        """The longest answer a call without max_tokens may get: the price map's figure for the model; for a
+        model it does not list, an answer as long as the prompt, with a warning (once) that the budget then
+        holds only as far as the answers are no longer."""
+        longest = listed_max_output_tokens(model.model)
+        if longest is not None:
+            return longest
+        if model.model not in self._unbounded_answers:
+            self._unbounded_answers.add(model.model)
+            LOG.warning("model %s: calls without a longest answer (max_tokens) and no figure in LiteLLM's price map: "
+                        "the budget counts each answer as long as its prompt until it is answered, so the run may "
+                        "pass budget.max_cost_usd or max_tokens by what longer answers cost; set the stage's "
+                        "max_completion_tokens to make the budget hold", model.model)
+        return estimate
 
     def price(self, model: ModelConfig, prompt_tokens: int, completion_tokens: int, cached: int = 0
                ) -> float | None:
