@@ -32,7 +32,7 @@ from graphrag_lite.llm.batch_store import BATCH_FILE, BatchStore
 from graphrag_lite.llm.calls import Answer, message_tokens
 from graphrag_lite.llm.failures import describe, http_status, is_connection_failure, retryable
 from graphrag_lite.llm.ledger import Ledger
-from graphrag_lite.llm.prices import batch_price, batch_unit_prices, priced
+from graphrag_lite.llm.prices import batch_price, batch_unit_prices, listed_max_output_tokens, priced
 from graphrag_lite.llm.providers import BatchFunctions, batch_functions, connection, key_problem, online_reason, plugged
 from graphrag_lite.tokens import count_tokens
 from graphrag_lite.words import counted
@@ -197,13 +197,15 @@ class Batcher:
         return entry
 
     async def _reserve(self, model: ModelConfig, requests: list[_Request]) -> tuple[float, int] | None:
-        """Count a batch against the budget before it is sent, as the gateway counts an online call (an
-        answer as long as its prompt, at most max_tokens); None when there is no budget."""
+        """Count a batch against the budget before it is sent at its worst case, as the gateway counts an
+        online call (each answer as long as its max_tokens, else the price map's longest answer, else its
+        prompt); None when there is no budget."""
         if self._ledger.max_cost_usd is None and self._ledger.max_tokens is None:
             return None
         prompts = [r.prompt_tokens() for r in requests]
         prompt = sum(prompts)
-        completion = sum(min(p, r.max_tokens or p) for p, r in zip(prompts, requests, strict=True))
+        longest = listed_max_output_tokens(model.model)
+        completion = sum(r.max_tokens or longest or p for p, r in zip(prompts, requests, strict=True))
         cost = batch_price(self._litellm, model.model, prompt, completion) or 0.0
         while (reservation := self._ledger.reserve(cost, prompt + completion,
                                                    f"the next batch ({counted(len(requests), 'call')})")) is None:
