@@ -251,3 +251,10 @@ def test_text_unit_gold_is_refused_when_variants_chunk_differently(tmp_path):
     text = "project: project\nvariants:\n  a: {}\n  b: {chunking.size: 100}\nquestions: questions.jsonl\n"
     with pytest.raises(ConfigError, match="evidence_text_units name text units of one index"):
         run_experiment(make_experiment(tmp_path, text, questions))
+
+
+def test_small_costs_print_in_plain_decimals():
+    """A new user saw `7e-06` beside `0.0023` in the experiment's tables."""
+    from graphrag_lite.experiment.report import format_value
+
+    assert [format_value(v) for v in (7e-06, 0.0023, 0.00999, 0.5)] == ["0.000007", "0.0023", "0.01", "0.500"]

@@ -66,8 +66,15 @@ def markdown_table(table: pd.DataFrame, columns: list[str] | None = None) -> str
 
 
 def format_value(value: Any) -> str:
+    """A cell: small values (costs of a cent or less) to two significant digits in plain decimals, never in
+    scientific notation (0.000007 beside 0.0023, not 7e-06)."""
     if isinstance(value, float):
-        return "" if math.isnan(value) else f"{value:.2g}" if abs(value) < 0.01 and value else f"{value:.3f}"
+        if math.isnan(value):
+            return ""
+        if abs(value) < 0.01 and value:
+            rounded = float(f"{value:.2g}")
+            return f"{rounded:.{1 - math.floor(math.log10(abs(rounded)))}f}".rstrip("0").rstrip(".")
+        return f"{value:.3f}"
     return str(value)
 
 
