@@ -311,3 +311,13 @@ def test_a_tie_between_spelling_variants_is_decided_the_same_in_every_process():
     canonical = {subprocess.run([sys.executable, "-c", script], capture_output=True, text=True, check=True,
                                 env={**os.environ, "PYTHONHASHSEED": str(seed)}).stdout.strip() for seed in range(6)}
     assert canonical == {"ELIZABETH BENNET"}
+
+
+def test_the_pronoun_i_in_a_joined_name_is_not_a_numeral():
+    """A new user saw `aliases --ambiguous` call "ERIK AND I" a numbered edition of ERIK."""
+    merged = merge_graph(
+        entities(("u1", "Erik", "PERSON", "A sailor"), ("u1", "Erik and I", "PERSON", "We sailed"),
+                 ("u2", "Ostra", "GEO", "A town"), ("u2", "Ostra and I", "GEO", "We went")),
+        relationships())
+    assert {"ERIK", "ERIK AND I", "OSTRA", "OSTRA AND I"} <= set(merged.entities["title"])  # two things, not one
+    assert merged.ambiguous_aliases.empty

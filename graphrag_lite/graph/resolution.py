@@ -59,6 +59,7 @@ MAX_POSTING = 50  # a word shared by more names than this (JOHN, LONDON) propose
 SHORTENED_TYPES = frozenset({"ORGANIZATION", "GEO", "EVENT"})
 SMALL_WORDS = frozenset({"OF", "AND", "THE", "FOR", "&", "DE", "LA", "DER", "VON", "VAN"})
 JOINING_WORDS = frozenset({"AND", "&", "OR", "I", "WITH"})  # "WHITE HALL AND WESTMINSTER HALL" names two things
+PERSONS_JOINED = JOINING_WORDS - {"I"}  # in a person's name, "I" is a numeral ("HENRY I")
 # a natural or built feature often named after another place: "Lake Michigan", "Gulf of Mexico", "Quebec City"
 # and "Colorado Springs" are not Michigan, Mexico, Quebec or Colorado, so a bare name merges into such a name
 # only when a reader (overrides) or the model (confirm_with_model) says so
@@ -266,7 +267,8 @@ class _NameIndex:
         key = _without_role(c.key)
         words = frozenset(key.split())
         fuller = [k for k in self.containing(key) if self.by_key[k].type == "PERSON" and k not in (key, c.key)
-                  and words <= frozenset(_without_role(k).split()) and _same_gender(c, self.by_key[k])]
+                  and words <= frozenset(_without_role(k).split()) and _same_gender(c, self.by_key[k])
+                  and not PERSONS_JOINED & set(k.split())]  # "Erik and I" is two people, neither of them Erik
         # "Mrs. Fenna Sormann" is Fenna Sormann, but "Mrs. Bennet" need not be the Bennet named alone
         surname_only = c.key.split()[0] in FEMALE_HONORIFICS and len(words) == 1
         if key != c.key and key in self.by_key and not surname_only and _same_gender(c, self.by_key[key]) and \
@@ -324,7 +326,8 @@ class _NameIndex:
         """Why a longer name that contains this one may still be another entity, or "" when it may not: the
         added number or place feature is one the text says of this name too ("Ostra ... a lake")."""
         added = set(longer.split()) - set(c.key.split())
-        numbers = [word for word in added if _numeric(word)]
+        words = longer.split()
+        numbers = [word for at, word in enumerate(words) if word in added and _numeral_at(words, at)]
         if numbers and not all(re.search(rf"\b{n.lower()}\b", c.described) for n in numbers):
             return "the longer name adds a number: an edition or a part (2018 World Cup, World War II)"
         kinds, named_after = NAMED_AFTER.get(c.type, (frozenset(), "a longer name may be another entity"))
@@ -463,6 +466,17 @@ def edit_distance(a: str, b: str, limit: int) -> int:
 
 def _numeric(word: str) -> bool:
     return any(ch.isdigit() for ch in word) or ROMAN.fullmatch(word) is not None
+
+
+PRONOUN_BEFORE = frozenset({"AND", "OR", "NOR", "BUT", "WITH", "&"})
+
+
+def _numeral_at(words: list[str], at: int) -> bool:
+    """Whether the word at `at` is a number: "I" is the pronoun, not a numeral, first or after a conjunction
+    ("ERIK AND I"), and a numeral after a name ("WORLD WAR I", "HENRY I")."""
+    if words[at] == "I" and (at == 0 or words[at - 1] in PRONOUN_BEFORE):
+        return False
+    return _numeric(words[at])
 
 
 def _resolve_chains(decisions: dict[str, AliasDecision]) -> list[AliasDecision]:
