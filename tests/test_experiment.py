@@ -258,3 +258,17 @@ def test_small_costs_print_in_plain_decimals():
     from graphrag_lite.experiment.report import format_value
 
     assert [format_value(v) for v in (7e-06, 0.0023, 0.00999, 0.5)] == ["0.000007", "0.0023", "0.01", "0.500"]
+
+
+def test_the_docs_say_how_grid_variants_are_named():
+    """A new user could not find where `size-600` came from: docs/experiments.md's examples are grid_name's."""
+    import re
+
+    from graphrag_lite.experiment.spec import grid_name
+    from tests.conftest import REPO
+
+    text = (REPO / "docs" / "experiments.md").read_text(encoding="utf-8").split("## Variant names")[1]
+    examples = re.findall(r"`([\w.]+): ([\w.]+)` gives\s+`([\w.-]+)`", text.split("##")[0])
+    assert len(examples) == 2
+    for key, value, name in examples:
+        assert grid_name({key: float(value) if "." in value else int(value)}) == name
