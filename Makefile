@@ -10,6 +10,10 @@ PYTHON ?= python3
 VENV := .venv
 BIN := $(VENV)/bin
 STAMP := $(VENV)/.installed
+CORE_STAMP := $(VENV)/.installed-core
+# pipefail: an install whose output is filtered still fails the target when pip fails
+SHELL := /bin/bash
+.SHELLFLAGS := -o pipefail -c
 
 .PHONY: demo test experiment lint settings bench clean browser
 
@@ -17,11 +21,19 @@ $(BIN)/python:
 	$(PYTHON) -m venv $(VENV)
 
 $(STAMP): $(BIN)/python pyproject.toml
+	@echo "Installing graphrag-lite with what the tests need into $(VENV) (a few minutes the first time)..."
 	$(BIN)/python -m pip install --quiet --upgrade pip
-	$(BIN)/python -m pip install --quiet -e '.[test]'
-	touch $(STAMP)
+	PYTHONUNBUFFERED=1 $(BIN)/python -m pip install -e '.[test]' | grep --line-buffered -E '^(Collecting|Successfully installed)'
+	touch $(STAMP) $(CORE_STAMP)
 
-demo: $(STAMP)
+# the demo needs only the core install (about a third of the test extras' download), with its progress shown
+$(CORE_STAMP): $(BIN)/python pyproject.toml
+	@echo "Installing graphrag-lite into $(VENV) (a minute or two the first time)..."
+	$(BIN)/python -m pip install --quiet --upgrade pip
+	PYTHONUNBUFFERED=1 $(BIN)/python -m pip install -e . | grep --line-buffered -E '^(Collecting|Successfully installed)'
+	touch $(CORE_STAMP)
+
+demo: $(CORE_STAMP)
 	$(BIN)/graphrag-lite index --root . --method fast
 	@echo
 	$(BIN)/graphrag-lite show --root .

@@ -249,3 +249,14 @@ def test_every_kind_of_block_is_checked_somewhere():
     assert any(block.startswith("coverage:") for _, block in SAMPLES)
     assert any("variants" in yaml.safe_load(block) for _, block in YAML)  # an experiment file
     assert len(PAGES_WITH_COMMANDS) > 5
+
+
+def test_make_demo_installs_only_the_core_and_shows_its_progress(tmp_path):
+    """A new user waited 3.5 minutes with no output: `make demo` installed the test extras, quietly."""
+    import subprocess
+
+    planned = subprocess.run(["make", "-n", "demo", f"VENV={tmp_path / 'venv'}"], cwd=REPO, capture_output=True,
+                             text=True, check=True).stdout
+    install = next(line for line in planned.splitlines() if "pip install -e" in line)
+    assert "[test]" not in install and "--quiet" not in install and "Collecting" in install
+    assert "Installing graphrag-lite" in planned.split(install)[0]
