@@ -165,6 +165,9 @@ def test_a_dry_run_estimates_the_whole_experiment_counting_a_shared_stage_once_a
     judge = next(r for r in found.rows if r["what"].startswith("judge"))
     assert judge["calls"] == 2 * 2 * len(QUESTIONS)  # both orders, 2 variants against the baseline
     assert found.cost_usd > 0 and "summarize_descriptions" in " ".join(found.not_estimable)
+    # the headline says which stages its "at most" leaves out (a new user read it as the whole run's bound)
+    headline = " ".join(shown.output.split())
+    assert "of the stages counted; NOT counted: community_reports, embed_text, summarize_descriptions" in headline
 
 
 def test_the_budget_covers_the_whole_experiment_and_finished_variants_are_kept(tmp_path, cli):

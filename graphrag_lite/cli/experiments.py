@@ -78,12 +78,13 @@ def print_experiment_estimate(file: Path) -> None:
         listing.add_row(row["what"], f"{row['calls']:,}", f"{row['prompt_tokens']:,}", cost)
     console.print(listing)
     gleaning = any(r["what"].endswith(("extract_graph", "extract_claims")) for r in found.rows)
-    console.print(f"{variants}: {found.calls:,} calls at most, about ${found.cost_usd:.4f}. Answers are counted at "
-                  "the full context budget" + (", and every possible gleaning call" if gleaning else "")
-                  + ": upper bounds.", highlight=False)
-    if found.not_estimable:
-        console.print("Not estimable before extraction (their calls depend on its results): "
-                      + ", ".join(found.not_estimable), highlight=False)
+    left_out = sorted({name.split(": ")[-1] for name in found.not_estimable})  # "<index>: <stage>"
+    counted = "" if not left_out else f" of the stages counted; NOT counted: {', '.join(left_out)}, whose calls " \
+        "depend on extraction's answers (with a model they can cost more than the rest: see a run's stats.json)"
+    console.print(f"{variants}: {found.calls:,} calls at most, about ${found.cost_usd:.4f}{counted}. Answers are "
+                  "counted at the full context budget" + (", and every possible gleaning call" if gleaning else "")
+                  + (": upper bounds for what is counted." if found.not_estimable else ": upper bounds."),
+                  highlight=False)
 
 
 @guarded
