@@ -27,6 +27,7 @@ from graphrag_lite.pipeline.committing import readable_last_run, readable_state,
 from graphrag_lite.pipeline.definition import Pipeline, indexed_pipeline, load_pipeline
 from graphrag_lite.pipeline.dry_run import dry_run
 from graphrag_lite.pipeline.fingerprints import stage_fingerprint
+from graphrag_lite.pipeline.mirroring import pull_input
 from graphrag_lite.pipeline.records import unfinished
 from graphrag_lite.pipeline.runner import RunSummary, run_pipeline
 from graphrag_lite.pipeline.settings import configure
@@ -58,6 +59,7 @@ def plan_index(config: str | Path | GraphRagConfig = ".", overrides: Overrides =
     that file instead (the CLI's --config)."""
     file_reads.forget()  # a command's reads start here: a file read by an earlier command is read again
     cfg, pipeline = _configured(config, overrides, method, settings_file)
+    pull_input(cfg)
     built_with = indexed_pipeline(cfg.output.base_dir)
     if update and built_with is None:
         root = cfg.root_dir if isinstance(config, GraphRagConfig) else Path(config)
@@ -168,4 +170,6 @@ def _configured(config: str | Path | GraphRagConfig, overrides: Overrides, metho
     except ValueError as err:
         raise ConfigError(f"build_index overrides: {err}") from None
     cfg.root_dir, cfg.settings_file = config.root_dir, config.settings_file
+    for name in ("input", "cache", "output"):  # not in the dump: their base_dir is already the working copy
+        getattr(cfg, name).remote = getattr(config, name).remote
     return cfg, load_pipeline(method or cfg.pipeline, STAGES, cfg.root_dir)

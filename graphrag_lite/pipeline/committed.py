@@ -9,6 +9,7 @@ from typing import Any
 
 from graphrag_lite.commits import Commit, read_commit
 from graphrag_lite.errors import IndexDamaged, MissingIndex, index_command
+from graphrag_lite.pipeline.mirroring import pull_committed
 from graphrag_lite.pipeline.records import STATS_FILE, last_run, same_run, unfinished
 from graphrag_lite.storage import OutputLock, OutputStore, read_record
 from graphrag_lite.vector_store import MANIFEST
@@ -45,7 +46,8 @@ class CommittedIndex:
 
 def open_committed(output_dir: Path, root: Path) -> CommittedIndex:
     """The committed index in `output_dir`. MissingIndex when there is none (with what to run), IndexDamaged
-    when its commit record is damaged."""
+    when its commit record is damaged. An index on object storage is pulled into its working copy first."""
+    pull_committed(output_dir)
     commit = read_commit(output_dir)
     if commit is None and not (output_dir / "entities.parquet").is_file() and not (output_dir / "text_units.parquet"
                                                                                     ).is_file():
