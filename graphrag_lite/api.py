@@ -27,7 +27,7 @@ from graphrag_lite.pipeline.committing import readable_last_run, readable_state,
 from graphrag_lite.pipeline.definition import Pipeline, indexed_pipeline, load_pipeline
 from graphrag_lite.pipeline.dry_run import dry_run
 from graphrag_lite.pipeline.fingerprints import stage_fingerprint
-from graphrag_lite.pipeline.mirroring import pull_input
+from graphrag_lite.pipeline.mirroring import pull_input, run_mirror
 from graphrag_lite.pipeline.records import unfinished
 from graphrag_lite.pipeline.runner import RunSummary, run_pipeline
 from graphrag_lite.pipeline.settings import configure
@@ -60,10 +60,11 @@ def plan_index(config: str | Path | GraphRagConfig = ".", overrides: Overrides =
     file_reads.forget()  # a command's reads start here: a file read by an earlier command is read again
     cfg, pipeline = _configured(config, overrides, method, settings_file)
     pull_input(cfg)
+    run_mirror(cfg).pull()  # an index on object storage: what it holds decides, before the run's lease
     built_with = indexed_pipeline(cfg.output.base_dir)
     if update and built_with is None:
         root = cfg.root_dir if isinstance(config, GraphRagConfig) else Path(config)
-        raise MissingIndex(f"no index in {cfg.output.base_dir} to update; build it first with "
+        raise MissingIndex(f"no index in {cfg.output.remote or cfg.output.base_dir} to update; build it first with "
                            f"`{index_command(root)}`")
     notes = []
     if built_with is not None and built_with[0] != pipeline.name:

@@ -4,17 +4,25 @@ commit, a second run refused, and no credential in anything the program writes o
 
 from __future__ import annotations
 
+import json
 import os
+import shutil
+import signal
+import subprocess
+import sys
+import time
 from pathlib import Path
 
 import boto3
 import pandas as pd
+import pytest
 from typer.testing import CliRunner
 
 from graphrag_lite.cli import app
-from tests.conftest import SAMPLE, add_inputs, check_index, write_settings
+from tests.conftest import DATA, SAMPLE, add_inputs, check_index, write_settings
 
-pytest_plugins = ["tests.s3_server"]  # the local S3 server and a bucket per test
+pytest_plugins = ["tests.s3_server"]  # the local S3 server and a bucket per test (its names are imported where
+# used, after pytest has loaded it as a plugin)
 
 NO_MODELS = ("embed_text:\n  model_id: null\n"
              "local_search:\n  chat_model_id: null\n  embedding_model_id: null\n"
@@ -77,3 +85,132 @@ def test_a_fast_index_on_s3_equals_the_local_one_and_answers_from_a_fresh_machin
     same_tables(local / "output", pulled)
     code, report = check_index(pulled, "--method", "fast")
     assert code == 0, report
+
+
+# ------------------------------------------------------------------ the standard method, killed, resumed, updated
+
+DULCE = DATA / "operation-dulce" / "dulce.txt"
+UNRELATED = sorted((DATA / "unrelated-documents").glob("*.txt"))
+DATED = ("creation_date", "inputs_digest")  # the copy's file dates; what a report was written from
+
+
+def standard_settings(hold: Path, output: str, extra: str = "") -> str:
+    """The fake model, stalled while `hold` exists (the model string, and so every fingerprint, is the same
+    whether it exists or not); small text units, so the run has several of them."""
+    return (f"models:\n  default_chat_model:\n    model: fake/default?hold={hold}\n    max_retry_wait: 0.01\n"
+            "  default_embedding_model:\n    model: fake/embedding\n"
+            f"chunking:\n  size: 300\n  overlap: 30\noutput:\n  base_dir: {output}\n{extra}")
+
+
+def dulce_project(root: Path, hold: Path, output: str, extra: str = "") -> Path:
+    (root / "input").mkdir(parents=True, exist_ok=True)
+    shutil.copy2(DULCE, root / "input" / DULCE.name)
+    write_settings(root, standard_settings(hold, output, extra))
+    return root
+
+
+@pytest.fixture(scope="module")
+def local_dulce(tmp_path_factory) -> Path:
+    """The standard method on local disk: what the same run on s3:// must equal."""
+    root = tmp_path_factory.mktemp("local-dulce")
+    dulce_project(root, root / "no-hold", "output")
+    result = run("index", "--root", root)
+    assert result.exit_code == 0, result.output
+    return root / "output"
+
+
+def committed_tables(output: Path) -> dict[str, pd.DataFrame]:
+    commit = json.loads((output / "index.json").read_text(encoding="utf-8"))["tables"]
+    return {name: pd.read_parquet(output / "tables" / f"{name}.{digest}.parquet") for name, digest in commit.items()}
+
+
+def assert_same_index(one: Path, other: Path) -> None:
+    left, right = committed_tables(one), committed_tables(other)
+    assert left.keys() == right.keys()
+    for name in left:
+        dated = [c for c in DATED if c in left[name]]
+        pd.testing.assert_frame_equal(left[name].drop(columns=dated), right[name].drop(columns=dated), obj=name)
+
+
+def wait_for(condition, what: str, limit_s: float = 120) -> None:
+    """Poll until `condition()` holds (a bound on waiting, not a timing assertion)."""
+    deadline = time.monotonic() + limit_s
+    while not condition():
+        assert time.monotonic() < deadline, f"gave up waiting for {what}"
+        time.sleep(0.05)
+
+
+def remote_state(bucket_name: str, prefix: str) -> dict:
+    try:
+        body = boto3.client("s3").get_object(Bucket=bucket_name, Key=f"{prefix}/pipeline_state.json")["Body"]
+    except boto3.client("s3").exceptions.NoSuchKey:
+        return {}
+    return json.loads(body.read())
+
+
+def test_a_standard_run_killed_mid_stage_resumes_on_another_machine_then_updates(tmp_path, bucket, s3_endpoint,
+                                                                                 local_dulce):
+    from tests.s3_server import subprocess_env
+
+    uri, hold = f"s3://{bucket}/dulce", tmp_path / "hold"
+    lease = "object_storage:\n  lease_seconds: 6\n"
+    first = dulce_project(tmp_path / "first", hold, uri, lease)
+    hold.write_text("the model stalls while this file exists")
+    log = (tmp_path / "killed.log").open("w")
+    killed = subprocess.Popen([sys.executable, "-m", "graphrag_lite", "index", "--root", str(first)],
+                              env=subprocess_env(s3_endpoint), stdout=log, stderr=subprocess.STDOUT)
+    try:  # chunk_text is pushed, and extract_graph waits on the stalled model: kill -9 inside that stage
+        wait_for(lambda: "chunk_text" in remote_state(bucket, "dulce") or killed.poll() is not None, "chunk_text")
+        assert killed.poll() is None, (tmp_path / "killed.log").read_text()
+    finally:
+        killed.send_signal(signal.SIGKILL)
+        killed.wait()
+    hold.unlink()
+    assert "extract_graph" not in remote_state(bucket, "dulce")
+
+    second = dulce_project(tmp_path / "second", hold, uri, lease)  # another machine: no working copy yet
+    refused = run("index", "--root", second)  # the killed run's lease has not expired yet
+    assert refused.exit_code == 5 and "another graphrag-lite run is writing to" in refused.output, refused.output
+    deadline = time.monotonic() + 60  # a bound on waiting for the killed run's lease to expire
+    while (resumed := run("index", "--root", second)).exit_code == 5:
+        assert time.monotonic() < deadline, resumed.output
+        time.sleep(0.5)
+    assert resumed.exit_code == 0, resumed.output
+    stats = json.loads((working_copy(second, bucket, "dulce") / "stats.json").read_text(encoding="utf-8"))
+    assert stats["stages"]["chunk_text"]["status"] == "unchanged, reused"  # finished before the kill: reused
+    assert stats["stages"]["extract_graph"]["status"] == "ran"
+    assert_same_index(local_dulce, working_copy(second, bucket, "dulce"))
+    code, report = check_index(working_copy(second, bucket, "dulce"))
+    assert code == 0, report
+
+    # update from a third machine: one more document
+    third = dulce_project(tmp_path / "third", hold, uri, lease)
+    extra = UNRELATED[0]
+    shutil.copy2(extra, third / "input" / extra.name)
+    updated = run("update", "--root", third)
+    assert updated.exit_code == 0, updated.output
+    commit = json.loads(objects(bucket, "dulce/index.json")["dulce/index.json"])
+    assert commit["number"] == 2 and commit["rows"]["documents"] == 2
+    named = {f"dulce/tables/{n}.{d}.parquet" for tables in (commit["tables"], *(k["tables"] for k in commit["kept"]))
+             for n, d in tables.items()}
+    state = remote_state(bucket, "dulce")
+    named |= {f"dulce/tables/{n}.{d}.parquet" for entry in state.values() for n, d in entry["outputs"].items()}
+    assert set(objects(bucket, "dulce/tables/")) <= named  # versions no kept commit needs are deleted remotely
+
+    # the second machine's working copy is behind: a query pulls the new commit first
+    answer = run("query", "local", "Who is Dr. Elena Vargas?", "--root", second, "--no-model")
+    assert answer.exit_code == 0, answer.output
+    assert json.loads((working_copy(second, bucket, "dulce") / "index.json").read_text())["number"] == 2
+    no_secret_anywhere([first, second, third], bucket, [refused.output, updated.output, answer.output])
+
+
+def no_secret_anywhere(roots: list[Path], bucket_name: str, said: list[str]) -> None:
+    """Neither credential appears in any file of the projects (working copies, logs, stats.json, the lock),
+    in any object of the bucket, or in what the commands said."""
+    from tests.s3_server import ACCESS_KEY, SECRET_KEY
+
+    texts = [*said, *(body.decode("utf-8", "replace") for body in objects(bucket_name).values())]
+    for root in roots:
+        texts += [p.read_bytes().decode("utf-8", "replace") for p in root.rglob("*") if p.is_file()]
+    for secret in (ACCESS_KEY, SECRET_KEY):
+        assert not any(secret in text for text in texts)
