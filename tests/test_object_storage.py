@@ -79,12 +79,15 @@ def test_a_fast_index_on_s3_equals_the_local_one_and_answers_from_a_fresh_machin
 
     # another machine: the same settings, no working copy yet; the query pulls the committed index
     fresh = remote_project(tmp_path / "fresh", f"s3://{bucket}/pepys")
-    answer = run("query", "local", "Who went to Woolwich with Sir W. Pen?", "--root", fresh)
-    assert answer.exit_code == 0, answer.output
+    answers = {method: run("query", method, "Who went to Woolwich with Sir W. Pen?", "--root", fresh)
+               for method in ("local", "global", "basic")}
+    for method, answer in answers.items():
+        assert answer.exit_code == 0 and "Pen" in answer.output, (method, answer.output)
     pulled = working_copy(fresh, bucket, "pepys")
     same_tables(local / "output", pulled)
     code, report = check_index(pulled, "--method", "fast")
     assert code == 0, report
+    no_secret_anywhere([remote, fresh], bucket, [result.output, *(a.output for a in answers.values())])
 
 
 # ------------------------------------------------------------------ the standard method, killed, resumed, updated
@@ -214,3 +217,90 @@ def no_secret_anywhere(roots: list[Path], bucket_name: str, said: list[str]) -> 
         texts += [p.read_bytes().decode("utf-8", "replace") for p in root.rglob("*") if p.is_file()]
     for secret in (ACCESS_KEY, SECRET_KEY):
         assert not any(secret in text for text in texts)
+
+
+# ------------------------------------------------------------------ the lease, serve, input and cache on s3://
+
+
+def test_a_second_run_is_refused_while_a_live_run_holds_the_lease(tmp_path, bucket):
+    from graphrag_lite.object_storage.lease import LEASE_OBJECT, Lease
+    from graphrag_lite.object_storage.s3 import ObjectStore
+
+    held = Lease(ObjectStore(f"s3://{bucket}/pepys"), 30, "graphrag-lite index")
+    held.acquire()
+    try:
+        refused = run("index", "--root", remote_project(tmp_path / "p", f"s3://{bucket}/pepys"), "--method", "fast")
+        assert refused.exit_code == 5, refused.output
+        assert f"another graphrag-lite run is writing to s3://{bucket}/pepys" in refused.output
+        assert "graphrag-lite index" in refused.output  # who holds it
+        assert "pepys/index.json" not in objects(bucket)  # the refused run wrote nothing
+    finally:
+        held.release()
+    assert f"pepys/{LEASE_OBJECT}" not in objects(bucket)
+    no_secret_anywhere([tmp_path], bucket, [refused.output])
+
+
+def test_serve_follows_a_new_commit_pushed_from_another_machine(tmp_path, bucket):
+    import asyncio
+
+    from fastapi.testclient import TestClient
+
+    from graphrag_lite.serve.app import create_app
+    from graphrag_lite.serve.holder import IndexHolder
+
+    uri = f"s3://{bucket}/pepys"
+    writer = remote_project(tmp_path / "writer", uri)
+    assert run("index", "--root", writer, "--method", "fast").exit_code == 0
+    server = remote_project(tmp_path / "server", uri)  # the server's machine: it pulls the committed index
+    holder = IndexHolder(server, None, ["object_storage.poll_seconds=0.001"])
+    with TestClient(create_app(holder, watch=False), base_url="http://127.0.0.1") as client:
+        before = client.get("/stats").json()["index"]["rows"]["documents"]
+        assert asyncio.run(holder.reload_if_changed()) is False  # nothing new on the remote
+        shutil.copy2(UNRELATED[0], writer / "input" / UNRELATED[0].name)
+        assert run("update", "--root", writer).exit_code == 0
+        assert asyncio.run(holder.reload_if_changed()) is True
+        assert client.get("/stats").json()["index"]["rows"]["documents"] == before + 1
+
+
+def test_input_and_cache_on_s3(tmp_path, bucket):
+    client = boto3.client("s3")
+    for document in [DULCE, *UNRELATED[:2]]:
+        client.put_object(Bucket=bucket, Key=f"docs/{document.name}", Body=document.read_bytes())
+    settings = (FAKE_CHAT + f"input:\n  base_dir: s3://{bucket}/docs\ncache:\n  base_dir: s3://{bucket}/cache\n"
+                f"output:\n  base_dir: s3://{bucket}/index\n")
+    first = write_settings(tmp_path / "first", settings).parent
+    built = run("index", "--root", first)
+    assert built.exit_code == 0, built.output
+    documents = pd.read_parquet(working_copy(first, bucket, "index") / "documents.parquet")
+    assert sorted(documents["title"]) == sorted(d.name for d in [DULCE, *UNRELATED[:2]])  # relative to the prefix
+    assert "cache/llm_cache.sqlite" in objects(bucket, "cache/")
+
+    # another machine, another run from scratch: every model answer comes from the cache on s3://
+    second = write_settings(tmp_path / "second", settings).parent
+    rebuilt = run("index", "--root", second, "--force")
+    assert rebuilt.exit_code == 0, rebuilt.output
+    stats = json.loads((working_copy(second, bucket, "index") / "stats.json").read_text(encoding="utf-8"))
+    assert stats["llm"]["calls"] == stats["llm"]["cache_hits"] > 0
+    assert stats["object_storage"]["output"]["objects_sent"] > 0
+
+    client.delete_object(Bucket=bucket, Key=f"docs/{UNRELATED[1].name}")
+    updated = run("update", "--root", second)
+    assert updated.exit_code == 0, updated.output
+    documents = pd.read_parquet(working_copy(second, bucket, "index") / "documents.parquet")
+    assert UNRELATED[1].name not in set(documents["title"])  # deleted on the remote: gone from the mirror too
+    no_secret_anywhere([first, second], bucket, [built.output, rebuilt.output, updated.output])
+
+
+FAKE_CHAT = ("models:\n  default_chat_model:\n    model: fake/default\n    max_retry_wait: 0.01\n"
+             "  default_embedding_model:\n    model: fake/embedding\n")
+
+
+def test_what_cannot_be_reached_or_is_not_supported_is_said_without_a_credential(tmp_path, bucket):
+    missing = remote_project(tmp_path / "missing", "s3://no-such-bucket-here/pepys")
+    result = run("index", "--root", missing, "--method", "fast")
+    assert result.exit_code != 0
+    assert "s3://no-such-bucket-here/pepys" in result.output and "NoSuchBucket" in result.output, result.output
+    google = remote_project(tmp_path / "google", "gs://some-bucket/pepys")
+    refused = run("index", "--root", google, "--method", "fast")
+    assert refused.exit_code == 2 and "output.base_dir: gs:// is not supported yet" in refused.output, refused.output
+    no_secret_anywhere([tmp_path], bucket, [result.output, refused.output])

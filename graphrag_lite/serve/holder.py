@@ -59,6 +59,7 @@ def load_index(root: Path, config: Path | None, overrides: list[str]) -> LoadedI
     not committed. IndexChanging when there is no committed index yet and a run is building the first one."""
     base = GraphRAG.from_config(root, config, overrides)
     output = base.config.output.base_dir
+    pull_committed(output)  # an index on object storage: its commit pulled before it is stamped
     stamp = index_stamp(output)
     try:
         committed = base.index.committed
