@@ -16,6 +16,7 @@ from pathlib import Path
 import boto3
 import pandas as pd
 import pytest
+import yaml
 from typer.testing import CliRunner
 
 from graphrag_lite.cli import app
@@ -76,6 +77,9 @@ def test_a_fast_index_on_s3_equals_the_local_one_and_answers_from_a_fresh_machin
     assert "pepys/index.json" in stored and any(k.startswith("pepys/tables/entities.") for k in stored)
     assert not any(k.endswith(".lease") for k in stored)  # released at the end
     same_tables(local / "output", working_copy(remote, bucket, "pepys"))
+    effective = yaml.safe_load(objects(bucket, "pepys/settings.effective.yaml")["pepys/settings.effective.yaml"])
+    assert effective["output"]["base_dir"] == f"s3://{bucket}/pepys"  # builds the same index, from any machine
+    assert effective["vector_store"]["db_uri"] is None
 
     # another machine: the same settings, no working copy yet; the query pulls the committed index
     fresh = remote_project(tmp_path / "fresh", f"s3://{bucket}/pepys")
@@ -87,7 +91,13 @@ def test_a_fast_index_on_s3_equals_the_local_one_and_answers_from_a_fresh_machin
     same_tables(local / "output", pulled)
     code, report = check_index(pulled, "--method", "fast")
     assert code == 0, report
-    no_secret_anywhere([remote, fresh], bucket, [result.output, *(a.output for a in answers.values())])
+    exporter = remote_project(tmp_path / "exporter", f"s3://{bucket}/pepys")  # export and show pull it too
+    exported = run("export", "graphml", "--root", exporter, "--out", tmp_path / "pepys.graphml")
+    assert exported.exit_code == 0 and (tmp_path / "pepys.graphml").stat().st_size > 0, exported.output
+    shown = run("show", "--root", remote_project(tmp_path / "shower", f"s3://{bucket}/pepys"))
+    assert shown.exit_code == 0 and "entities 149" in shown.output, shown.output
+    no_secret_anywhere([remote, fresh, exporter], bucket, [result.output, *(a.output for a in answers.values()),
+                                                           exported.output, shown.output])
 
 
 # ------------------------------------------------------------------ the standard method, killed, resumed, updated

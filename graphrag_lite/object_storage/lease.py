@@ -39,6 +39,8 @@ class Lease:
 
     def acquire(self) -> None:
         """Take the lease (OutputLocked when a live run holds it) and start renewing it."""
+        self._stop.clear()
+        self.lost = None
         self.etag = self.store.put(LEASE_OBJECT, self._body(), if_absent=True)
         if self.etag is None:
             self.etag = self._take_over()

@@ -133,8 +133,18 @@ class RemoteRun(LocalRun):
                 (cache.local / f"{CACHE_FILE}{journal}").unlink(missing_ok=True)
 
 
+_remote_runs: dict[tuple[Path, str], RemoteRun] = {}
+
+
 def run_mirror(config: GraphRagConfig) -> LocalRun:
-    return RemoteRun(config) if config.output.remote is not None else LocalRun()
+    """The mirror of the run's output folder: one per working copy and process, so what a command pulled while
+    it planned the run is known to the run, and counted in its figures."""
+    if config.output.remote is None:
+        return LocalRun()
+    key = (config.output.base_dir, str(config.cache.remote if config.cache.enabled else None))
+    if key not in _remote_runs:
+        _remote_runs[key] = RemoteRun(config)
+    return _remote_runs[key]
 
 
 def _relative_folders(local: Path) -> list[Path]:
