@@ -8,6 +8,7 @@ import json
 import os
 import shutil
 import signal
+import socket
 import subprocess
 import sys
 import time
@@ -314,3 +315,43 @@ def test_what_cannot_be_reached_or_is_not_supported_is_said_without_a_credential
     refused = run("index", "--root", google, "--method", "fast")
     assert refused.exit_code == 2 and "output.base_dir: gs:// is not supported yet" in refused.output, refused.output
     no_secret_anywhere([tmp_path], bucket, [result.output, refused.output])
+
+
+def test_serve_workers_each_follow_new_commits_on_s3(tmp_path, bucket, s3_endpoint):
+    """`serve --workers 2` (real uvicorn on loopback): two processes over one index on s3://, each loading the
+    committed version and each swapping in a commit pushed from another machine."""
+    import urllib.request
+
+    from tests.s3_server import subprocess_env
+
+    uri = f"s3://{bucket}/pepys"
+    writer = remote_project(tmp_path / "writer", uri)
+    assert run("index", "--root", writer, "--method", "fast").exit_code == 0
+    server = remote_project(tmp_path / "server", uri)
+    with socket.socket() as probe:
+        probe.bind(("127.0.0.1", 0))
+        port = probe.getsockname()[1]
+    log = (tmp_path / "serve.log").open("w")
+    serving = subprocess.Popen([sys.executable, "-m", "graphrag_lite", "serve", "--root", str(server), "--port",
+                                str(port), "--workers", "2", "--set", "object_storage.poll_seconds=0.2"],
+                               env=subprocess_env(s3_endpoint), stdout=log, stderr=subprocess.STDOUT)
+    seen: dict[int, int] = {}  # worker pid -> the commit it answered from last
+
+    def health() -> None:
+        try:
+            with urllib.request.urlopen(f"http://127.0.0.1:{port}/health", timeout=5) as reply:
+                answer = json.loads(reply.read())
+            seen[answer["worker"]] = answer["commit"]
+        except OSError:
+            assert serving.poll() is None, (tmp_path / "serve.log").read_text()
+
+    try:
+        wait_for(lambda: health() or len(seen) == 2, "both workers answering")
+        assert set(seen.values()) == {1}
+        shutil.copy2(UNRELATED[0], writer / "input" / UNRELATED[0].name)
+        assert run("update", "--root", writer).exit_code == 0
+        wait_for(lambda: health() or set(seen.values()) == {2}, "both workers on the new commit")
+    finally:
+        serving.terminate()
+        serving.wait(timeout=30)
+    assert len(seen) == 2
