@@ -18,7 +18,7 @@ from typing import Any
 
 from rich.console import Console
 
-from graphrag_lite.config import GraphRagConfig, Overrides, apply_overrides
+from graphrag_lite.config import GraphRagConfig, Overrides, apply_overrides, place_working_copies
 from graphrag_lite.documents import file_reads
 from graphrag_lite.documents.changes import CHANGE_KINDS, document_changes, texts_if_ids_given
 from graphrag_lite.documents.reading import read_documents
@@ -173,4 +173,5 @@ def _configured(config: str | Path | GraphRagConfig, overrides: Overrides, metho
     cfg.root_dir, cfg.settings_file = config.root_dir, config.settings_file
     for name in ("input", "cache", "output"):  # not in the dump: their base_dir is already the working copy
         getattr(cfg, name).remote = getattr(config, name).remote
+    place_working_copies(cfg)  # a config made in code with an s3:// base_dir: its working copy, placed now
     return cfg, load_pipeline(method or cfg.pipeline, STAGES, cfg.root_dir)

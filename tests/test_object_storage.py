@@ -355,3 +355,14 @@ def test_serve_workers_each_follow_new_commits_on_s3(tmp_path, bucket, s3_endpoi
         serving.terminate()
         serving.wait(timeout=30)
     assert len(seen) == 2
+
+
+def test_a_dry_run_over_an_index_on_s3_writes_nothing_there(tmp_path, bucket):
+    """The dry run runs the model-free stages in a scratch copy of the working copy: nothing of it is sent."""
+    root = remote_project(tmp_path / "p", f"s3://{bucket}/pepys")
+    assert run("index", "--root", root, "--method", "fast").exit_code == 0
+    before = objects(bucket)
+    (root / "input" / "more.txt").write_text("Sir W. Pen and Mr. Coventry went to Deptford. " * 30)
+    estimated = run("update", "--root", root, "--dry-run")
+    assert estimated.exit_code == 0, estimated.output
+    assert objects(bucket) == before

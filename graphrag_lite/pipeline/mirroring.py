@@ -17,7 +17,7 @@ from pathlib import Path
 from typing import Any
 
 from graphrag_lite.commits import COMMIT_FILE, commit_from_record, read_commit, show_to_other_readers
-from graphrag_lite.config import GraphRagConfig
+from graphrag_lite.config import GraphRagConfig, Located
 from graphrag_lite.errors import IndexDamaged
 from graphrag_lite.object_storage.lease import LEASE_OBJECT, Lease
 from graphrag_lite.object_storage.mirror import Mirror
@@ -61,7 +61,7 @@ class RemoteRun(LocalRun):
         output = ObjectStore(str(config.output.remote))
         self.output = Mirror(output, config.output.base_dir)
         self.lease = Lease(output, config.object_storage.lease_seconds, command_name())
-        cache = config.cache.remote if config.cache.enabled else None
+        cache = mirrored(config.cache) if config.cache.enabled else None
         self.cache = Mirror(ObjectStore(cache), config.cache.base_dir) if cache else None
 
     def pull(self) -> None:
@@ -139,12 +139,20 @@ _remote_runs: dict[tuple[Path, str], RemoteRun] = {}
 def run_mirror(config: GraphRagConfig) -> LocalRun:
     """The mirror of the run's output folder: one per working copy and process, so what a command pulled while
     it planned the run is known to the run, and counted in its figures."""
-    if config.output.remote is None:
+    if mirrored(config.output) is None:
         return LocalRun()
     key = (config.output.base_dir, str(config.cache.remote if config.cache.enabled else None))
     if key not in _remote_runs:
         _remote_runs[key] = RemoteRun(config)
     return _remote_runs[key]
+
+
+def mirrored(section: Located) -> str | None:
+    """The URI a section's folder mirrors; None for a local folder, and for a folder set in code to another
+    place than the working copy (an experiment's variant index, a dry run's scratch copy): what is written there
+    must not reach the remote."""
+    remote = section.remote
+    return remote if remote is not None and remote_of(section.base_dir) == remote else None
 
 
 def _relative_folders(local: Path) -> list[Path]:
@@ -174,8 +182,8 @@ def pull_input(config: GraphRagConfig) -> None:
     """Input on object storage: its local mirror made equal to it (only what changed is fetched, a document
     deleted there is deleted here), so the documents are read as from a local folder, named by their path
     under the prefix."""
-    if config.input.remote is not None:
-        Mirror(ObjectStore(config.input.remote), config.input.base_dir).pull_everything()
+    if (remote := mirrored(config.input)) is not None:
+        Mirror(ObjectStore(remote), config.input.base_dir).pull_everything()
 
 
 def pull_committed(output_dir: Path) -> bool:
