@@ -366,3 +366,21 @@ def test_a_dry_run_over_an_index_on_s3_writes_nothing_there(tmp_path, bucket):
     estimated = run("update", "--root", root, "--dry-run")
     assert estimated.exit_code == 0, estimated.output
     assert objects(bucket) == before
+
+
+def test_a_readers_working_copy_lets_go_of_versions_no_kept_commit_needs(tmp_path, bucket):
+    uri = f"s3://{bucket}/pepys"
+    writer = remote_project(tmp_path / "writer", uri)
+    reader = remote_project(tmp_path / "reader", uri)
+    assert run("index", "--root", writer, "--method", "fast").exit_code == 0
+    assert run("show", "--root", reader).exit_code == 0  # commit 1 pulled
+    for document in UNRELATED[:2]:  # commits 2 and 3
+        shutil.copy2(document, writer / "input" / document.name)
+        assert run("update", "--root", writer).exit_code == 0
+    assert run("show", "--root", reader).exit_code == 0  # commit 3 pulled
+    commit = json.loads((working_copy(reader, bucket, "pepys") / "index.json").read_text(encoding="utf-8"))
+    assert commit["number"] == 3
+    named = {f"{n}.{d}.parquet" for tables in (commit["tables"], *(k["tables"] for k in commit["kept"]))
+             for n, d in tables.items()}
+    here = {p.name for p in (working_copy(reader, bucket, "pepys") / "tables").iterdir()}
+    assert here <= named, here - named  # commit 1's versions, no longer kept, are gone here as on the remote

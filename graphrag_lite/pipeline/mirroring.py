@@ -16,14 +16,20 @@ import sqlite3
 from pathlib import Path
 from typing import Any
 
-from graphrag_lite.commits import COMMIT_FILE, commit_from_record, read_commit, show_to_other_readers
+from graphrag_lite.commits import (
+    COMMIT_FILE,
+    clean_versions,
+    commit_from_record,
+    read_commit,
+    show_to_other_readers,
+)
 from graphrag_lite.config import GraphRagConfig, Located
 from graphrag_lite.errors import IndexDamaged
 from graphrag_lite.object_storage.lease import LEASE_OBJECT, Lease
 from graphrag_lite.object_storage.mirror import Mirror
 from graphrag_lite.object_storage.s3 import ObjectStore, md5_of
 from graphrag_lite.object_storage.uris import remote_of
-from graphrag_lite.pipeline.records import STATE_FILE, STATS_FILE
+from graphrag_lite.pipeline.records import STATE_FILE, STATS_FILE, read_state
 from graphrag_lite.storage import TABLES_DIR, OutputLock, atomic_path, command_name
 
 CACHE_FILE = "llm_cache.sqlite"  # llm/cache.py's file
@@ -102,7 +108,8 @@ class RemoteRun(LocalRun):
             _push_cache(self.cache)
 
     def stats_written(self) -> None:
-        self.output.push([STATS_FILE])
+        if self.lease.lost is None:  # a run that lost its lease sends nothing more: the index is another run's
+            self.output.push([STATS_FILE])
 
     def before_commit(self) -> None:
         self.stage_recorded()
@@ -218,4 +225,16 @@ def pull_committed(output_dir: Path) -> bool:
     with atomic_path(local) as temporary:
         temporary.write_bytes(fetched.data)
     show_to_other_readers(output_dir, remote)
+    working = {name: digest for entry in readable_state(output_dir).values() if isinstance(entry, dict)
+               for name, digest in entry.get("outputs", {}).items()}
+    clean_versions(output_dir, remote, working)  # a reader's working copy keeps what a writer's would
     return True
+
+
+def readable_state(output_dir: Path) -> dict[str, Any]:
+    """The working copy's run state ({} when there is none, or it cannot be read)."""
+    try:
+        state = read_state(output_dir)
+    except IndexDamaged:
+        return {}
+    return state if isinstance(state, dict) else {}
