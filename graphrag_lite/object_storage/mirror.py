@@ -1,9 +1,13 @@
 """A local folder kept equal to a prefix on object storage, file by file: a file is sent or fetched only when
 its MD5 differs from the object's ETag (what S3 gives for an object written in one part), and a table
-version, whose name holds its digest and is never rewritten, only when the other side lacks it."""
+version, whose name holds its digest and is never rewritten, only when the other side lacks it. The digests
+of the local files are kept in the folder (SUMS, with each file's size and time), so a command does not read
+every file again to learn that it has not changed: a file fetched is known by the ETag it came with."""
 
 from __future__ import annotations
 
+import contextlib
+import json
 import os
 from collections.abc import Iterable
 from pathlib import Path
@@ -11,6 +15,7 @@ from pathlib import Path
 from graphrag_lite.object_storage.s3 import ObjectStore, md5_of
 
 LOCAL_ONLY = (".graphrag-lite.lock",)  # the local run lock: the remote has its own, the lease
+SUMS = ".mirror-sums.json"  # relative path -> [size, mtime_ns, MD5 or the ETag it was fetched with]
 
 
 class Mirror:
@@ -19,7 +24,7 @@ class Mirror:
         self.local = local
         self.known: dict[str, str] = {}  # relative path -> ETag of the object, as far as this mirror knows
         self.modified: dict[str, float] = {}  # relative path -> when the object was written (listed objects)
-        self._sums: dict[str, tuple[int, int, str]] = {}  # relative path -> (size, mtime_ns, md5) of local files
+        self._sums: dict[str, tuple[int, int, str]] = _read_sums(local / SUMS)  # see SUMS
         self.sent = self.fetched = self.deleted = 0
         self.bytes_sent = self.bytes_fetched = 0
 
@@ -45,9 +50,11 @@ class Mirror:
             self.store.download(relative, self.local / relative)
             if relative in self.modified:  # the object's time, not the fetch's: a document's date stays its own
                 os.utime(self.local / relative, (self.modified[relative], self.modified[relative]))
-            self._sums.pop(relative, None)
+            stat = (self.local / relative).stat()
+            self._sums[relative] = (stat.st_size, stat.st_mtime_ns, etag)
             self.fetched, count = self.fetched + 1, count + 1
-            self.bytes_fetched += (self.local / relative).stat().st_size
+            self.bytes_fetched += stat.st_size
+        self._keep_sums()
         return count
 
     def pull_everything(self, skip: Iterable[str] = ()) -> int:
@@ -75,6 +82,7 @@ class Mirror:
             self.known[relative] = self.store.upload(path, relative)
             self.sent, count = self.sent + 1, count + 1
             self.bytes_sent += path.stat().st_size
+        self._keep_sums()
         return count
 
     def push_folder(self, folder: str = "", leave: Iterable[str] = ()) -> int:
@@ -116,6 +124,26 @@ class Mirror:
         digest = md5_of(path)
         self._sums[relative] = (stat.st_size, stat.st_mtime_ns, digest)
         return digest
+
+
+    def _keep_sums(self) -> None:
+        """SUMS written anew (whole, by a rename), for the files still here; a folder that cannot be written
+        keeps none (the next command reads the files again)."""
+        if not self.local.is_dir():
+            return
+        kept = {r: list(s) for r, s in self._sums.items() if (self.local / r).is_file()}
+        temporary = self.local / f"{SUMS}.{os.getpid()}.tmp"
+        with contextlib.suppress(OSError):
+            temporary.write_text(json.dumps(kept), encoding="utf-8")
+            os.replace(temporary, self.local / SUMS)
+
+
+def _read_sums(path: Path) -> dict[str, tuple[int, int, str]]:
+    try:
+        data = json.loads(path.read_text(encoding="utf-8"))
+        return {str(r): (int(s[0]), int(s[1]), str(s[2])) for r, s in data.items()}
+    except (OSError, ValueError, TypeError, KeyError, IndexError, AttributeError):
+        return {}
 
 
 def _named_by_digest(relative: str) -> bool:
