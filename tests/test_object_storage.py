@@ -97,6 +97,8 @@ def test_a_fast_index_on_s3_equals_the_local_one_and_answers_from_a_fresh_machin
     assert exported.exit_code == 0 and (tmp_path / "pepys.graphml").stat().st_size > 0, exported.output
     shown = run("show", "--root", remote_project(tmp_path / "shower", f"s3://{bucket}/pepys"))
     assert shown.exit_code == 0 and "entities 149" in shown.output, shown.output
+    checked = run("check", "--root", remote_project(tmp_path / "checker", f"s3://{bucket}/pepys"))
+    assert checked.exit_code == 0 and "19 tables and 3 LanceDB tables checked\nintact" in checked.output, checked.output
     no_secret_anywhere([remote, fresh, exporter], bucket, [result.output, *(a.output for a in answers.values()),
                                                            exported.output, shown.output])
 
@@ -384,3 +386,35 @@ def test_a_readers_working_copy_lets_go_of_versions_no_kept_commit_needs(tmp_pat
              for n, d in tables.items()}
     here = {p.name for p in (working_copy(reader, bucket, "pepys") / "tables").iterdir()}
     assert here <= named, here - named  # commit 1's versions, no longer kept, are gone here as on the remote
+
+
+def test_a_lease_not_renewed_expires_and_a_holder_that_lost_it_stops(bucket):
+    from graphrag_lite.errors import OutputLocked
+    from graphrag_lite.object_storage.lease import LEASE_OBJECT, Lease
+    from graphrag_lite.object_storage.s3 import ObjectStore
+
+    store = ObjectStore(f"s3://{bucket}/idx")
+    client = boto3.client("s3")
+    # a holder that stopped renewing (a killed run): its lease, written once, for one second
+    client.put_object(Bucket=bucket, Key=f"idx/{LEASE_OBJECT}",
+                      Body=json.dumps({"holder": "pid 1 on gone: graphrag-lite index", "seconds": 1}).encode())
+    taker = Lease(store, 3, "graphrag-lite index")
+    with pytest.raises(OutputLocked, match="pid 1 on gone"):
+        taker.acquire()  # not expired yet (the store's clock, to the second)
+
+    def taken() -> bool:
+        try:
+            taker.acquire()
+        except OutputLocked:
+            return False
+        return True
+
+    wait_for(taken, "the stale lease to expire", limit_s=30)
+    taker.check()  # renewing
+    # another run takes it over (as if this one had stalled past its expiry): this one notices, and stops
+    client.put_object(Bucket=bucket, Key=f"idx/{LEASE_OBJECT}", Body=b'{"holder": "another", "seconds": 60}')
+    wait_for(lambda: taker.lost is not None, "the lost renewal", limit_s=30)
+    with pytest.raises(OutputLocked, match="lost its lease"):
+        taker.check()
+    taker.release()  # leaves the other run's lease alone
+    assert b"another" in client.get_object(Bucket=bucket, Key=f"idx/{LEASE_OBJECT}")["Body"].read()
