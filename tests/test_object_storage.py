@@ -169,7 +169,7 @@ def test_a_standard_run_killed_mid_stage_resumes_on_another_machine_then_updates
     from tests.s3_server import subprocess_env
 
     uri, hold = f"s3://{bucket}/dulce", tmp_path / "hold"
-    lease = "object_storage:\n  lease_seconds: 6\n"
+    lease = "object_storage:\n  lease_seconds: 9\n"
     first = dulce_project(tmp_path / "first", hold, uri, lease)
     hold.write_text("the model stalls while this file exists")
     log = (tmp_path / "killed.log").open("w")
@@ -185,7 +185,11 @@ def test_a_standard_run_killed_mid_stage_resumes_on_another_machine_then_updates
     assert "extract_graph" not in remote_state(bucket, "dulce")
 
     second = dulce_project(tmp_path / "second", hold, uri, lease)  # another machine: no working copy yet
-    refused = run("index", "--root", second)  # the killed run's lease has not expired yet
+    asked = run("query", "local", "Who is Dr. Elena Vargas?", "--root", second, "--no-model")
+    assert asked.exit_code == 2 and f"no finished index in {uri} yet: its first run" in asked.output and \
+        "is still running" in asked.output, \
+        asked.output  # its lease has not expired yet: as far as anyone can tell, it runs
+    refused = run("index", "--root", second)  # nor for this run
     assert refused.exit_code == 5 and "another graphrag-lite run is writing to" in refused.output, refused.output
     deadline = time.monotonic() + 60  # a bound on waiting for the killed run's lease to expire
     while (resumed := run("index", "--root", second)).exit_code == 5:

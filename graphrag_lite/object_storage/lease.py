@@ -17,7 +17,7 @@ from datetime import timedelta
 from typing import Any
 
 from graphrag_lite.errors import OutputLocked
-from graphrag_lite.object_storage.s3 import ObjectStore
+from graphrag_lite.object_storage.s3 import Fetched, ObjectStore
 
 LEASE_OBJECT = ".graphrag-lite.lease"
 LOG = logging.getLogger("graphrag_lite.object_storage")
@@ -53,8 +53,7 @@ class Lease:
             etag = self.store.put(LEASE_OBJECT, self._body(), if_absent=True)
         else:
             lease = _parsed(held.data)
-            expires = held.modified + timedelta(seconds=float(lease.get("seconds", self.seconds)))
-            if held.server_now < expires:
+            if _live(held, float(lease.get("seconds", self.seconds))):
                 raise OutputLocked(f"another graphrag-lite run is writing to {self.store.uri} "
                                    f"({lease.get('holder', 'unknown holder')}, its lease renewed "
                                    f"{lease.get('renewed', '?')}); wait for it to finish, or stop it, then run this "
@@ -94,6 +93,18 @@ class Lease:
         if self.etag is not None and not self.lost:
             self.store.delete(LEASE_OBJECT, if_etag=self.etag)
         self.etag = None
+
+
+def lease_is_live(store: ObjectStore) -> bool:
+    """Whether a run holds the lease of the index at `store` now (a reader's question)."""
+    held = store.fetch(LEASE_OBJECT)
+    return held is not None and _live(held, float(_parsed(held.data).get("seconds", 60)))
+
+
+def _live(held: Fetched, seconds: float) -> bool:
+    """Not yet expired, by the store's clock: its last write plus its length against the time the store
+    answered."""
+    return held.server_now < held.modified + timedelta(seconds=seconds)
 
 
 def _parsed(data: bytes) -> dict[str, Any]:

@@ -25,7 +25,7 @@ from graphrag_lite.commits import (
 )
 from graphrag_lite.config import GraphRagConfig, Located
 from graphrag_lite.errors import IndexDamaged
-from graphrag_lite.object_storage.lease import LEASE_OBJECT, Lease
+from graphrag_lite.object_storage.lease import LEASE_OBJECT, Lease, lease_is_live
 from graphrag_lite.object_storage.mirror import Mirror
 from graphrag_lite.object_storage.s3 import ObjectStore, md5_of
 from graphrag_lite.object_storage.uris import remote_of
@@ -183,6 +183,13 @@ def _push_cache(cache: Mirror) -> None:
             cache.known[CACHE_FILE] = cache.store.upload(snapshot, CACHE_FILE)
             cache.sent += 1
             cache.bytes_sent += snapshot.stat().st_size
+
+
+def remote_run_live(output_dir: Path) -> bool:
+    """Whether a run on another machine writes the index whose working copy is `output_dir` (its lease is
+    live); False for a local folder."""
+    uri = remote_of(output_dir)
+    return uri is not None and lease_is_live(ObjectStore(uri))
 
 
 def pull_input(config: GraphRagConfig) -> None:
