@@ -18,7 +18,7 @@ from typing import Any
 
 from rich.console import Console
 
-from graphrag_lite.config import GraphRagConfig, Overrides, apply_overrides
+from graphrag_lite.config import GraphRagConfig, Overrides, apply_overrides, place_working_copies
 from graphrag_lite.documents import file_reads
 from graphrag_lite.documents.changes import CHANGE_KINDS, document_changes, texts_if_ids_given
 from graphrag_lite.documents.reading import read_documents
@@ -27,6 +27,7 @@ from graphrag_lite.pipeline.committing import readable_last_run, readable_state,
 from graphrag_lite.pipeline.definition import Pipeline, indexed_pipeline, load_pipeline
 from graphrag_lite.pipeline.dry_run import dry_run
 from graphrag_lite.pipeline.fingerprints import stage_fingerprint
+from graphrag_lite.pipeline.mirroring import pull_input, run_mirror
 from graphrag_lite.pipeline.records import unfinished
 from graphrag_lite.pipeline.runner import RunSummary, run_pipeline
 from graphrag_lite.pipeline.settings import configure
@@ -58,10 +59,12 @@ def plan_index(config: str | Path | GraphRagConfig = ".", overrides: Overrides =
     that file instead (the CLI's --config)."""
     file_reads.forget()  # a command's reads start here: a file read by an earlier command is read again
     cfg, pipeline = _configured(config, overrides, method, settings_file)
+    pull_input(cfg)
+    run_mirror(cfg).pull()  # an index on object storage: what it holds decides, before the run's lease
     built_with = indexed_pipeline(cfg.output.base_dir)
     if update and built_with is None:
         root = cfg.root_dir if isinstance(config, GraphRagConfig) else Path(config)
-        raise MissingIndex(f"no index in {cfg.output.base_dir} to update; build it first with "
+        raise MissingIndex(f"no index in {cfg.output.remote or cfg.output.base_dir} to update; build it first with "
                            f"`{index_command(root)}`")
     notes = []
     if built_with is not None and built_with[0] != pipeline.name:
@@ -168,4 +171,7 @@ def _configured(config: str | Path | GraphRagConfig, overrides: Overrides, metho
     except ValueError as err:
         raise ConfigError(f"build_index overrides: {err}") from None
     cfg.root_dir, cfg.settings_file = config.root_dir, config.settings_file
+    for name in ("input", "cache", "output"):  # not in the dump: their base_dir is already the working copy
+        getattr(cfg, name).remote = getattr(config, name).remote
+    place_working_copies(cfg)  # a config made in code with an s3:// base_dir: its working copy, placed now
     return cfg, load_pipeline(method or cfg.pipeline, STAGES, cfg.root_dir)

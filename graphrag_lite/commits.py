@@ -48,7 +48,12 @@ def read_commit(output_dir: Path) -> Commit | None:
             raise IndexDamaged(f"{path}: the index's commit record is missing, though {output_dir / TABLES_DIR} holds "
                                "table versions", path)
         return None
-    data = read_record(path)
+    return commit_from_record(read_record(path), path)
+
+
+def commit_from_record(data: Any, path: Path) -> Commit:
+    """A commit from the content of an index.json (`path`: where it was read, for the message);
+    IndexDamaged when it is damaged."""
     if not isinstance(data, dict) or data.pop("digest", None) != json_digest(data, 16) or data.pop("format") != FORMAT:
         raise IndexDamaged(f"{path}: the index's commit record is damaged (its digest does not match its content)",
                            path)

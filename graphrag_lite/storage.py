@@ -229,7 +229,7 @@ class OutputLock:
         handle.seek(0)
         handle.truncate()
         # the command's name only: its arguments may hold a key (--set models.x.api_key=...)
-        handle.write(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}: {_command_name()}")
+        handle.write(f"pid {os.getpid()}, started {time.strftime('%Y-%m-%d %H:%M:%S')}: {command_name()}")
         handle.flush()
         self._handle = handle
 
@@ -251,7 +251,7 @@ class OutputLock:
             self._handle = None
 
 
-def _command_name() -> str:
+def command_name() -> str:
     """"graphrag-lite index": the program and its subcommand, never the options that follow."""
     words = [Path(sys.argv[0]).name, *sys.argv[1:2]] if sys.argv else ["graphrag-lite"]
     return " ".join(w for w in words if not w.startswith("-"))[:80]

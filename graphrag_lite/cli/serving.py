@@ -27,15 +27,22 @@ def serve(
     api_key: Annotated[str | None, typer.Option("--api-key", envvar="GRAPHRAG_LITE_API_KEY", show_envvar=True,
                                                 help="key every request must send (X-API-Key header or Bearer "
                                                 "token); 16 characters at least")] = None,
+    workers: Annotated[int, typer.Option("--workers", min=1, max=64, help="server processes on the port, each "
+                                         "loading the index and following its new commits")] = 1,
     verbose: VerboseOption = False,
 ) -> None:
     """Serve the index over HTTP: queries, context, entities, communities and the graph explorer page at /,
     with the index, its tables and models kept warm (OpenAPI docs at /docs)."""
     _needs_serve_extra("serve", "fastapi", "uvicorn")
-    from graphrag_lite.serve.app import run_server
-
     with contextlib.suppress(KeyboardInterrupt):  # Ctrl-C stops a server: nothing to resume
-        run_server(root, config, set_ or [], host=host, port=port, api_key=api_key)
+        if workers > 1:
+            from graphrag_lite.serve.replicas import run_replicas
+
+            run_replicas(root, config, set_ or [], host, port, api_key, workers)
+        else:
+            from graphrag_lite.serve.app import run_server
+
+            run_server(root, config, set_ or [], host=host, port=port, api_key=api_key)
 
 
 @guarded

@@ -30,6 +30,7 @@ from graphrag_lite.config.model import GraphRagConfig
 from graphrag_lite.config.sections import default_models
 from graphrag_lite.config.yaml_reading import parse_yaml, read_utf8_text
 from graphrag_lite.errors import ConfigError
+from graphrag_lite.object_storage.uris import remember
 
 CONFIG_FILENAMES = ("settings.yaml", "settings.yml")
 
@@ -211,6 +212,7 @@ def config_from_data(data: dict[str, Any], path: Path, overrides: Overrides = ()
         raise ConfigError(describe_validation_error(err, path.name, overridden, overrides_from)) from None
     cfg.root_dir, cfg.settings_file = project, path
     resolve_paths(cfg, path.parent)
+    place_working_copies(cfg)
     if cfg.vector_store.db_uri is None:
         cfg.vector_store.db_uri = str(cfg.output.base_dir / "lancedb")
     if "://" not in cfg.vector_store.db_uri and not Path(cfg.vector_store.db_uri).is_absolute():
@@ -296,6 +298,14 @@ def resolve_paths(model: BaseModel, root: Path) -> None:
             setattr(model, name, (root / value).resolve())
         elif isinstance(value, BaseModel):
             resolve_paths(value, root)
+
+
+def place_working_copies(cfg: GraphRagConfig) -> None:
+    """A base_dir on object storage becomes its working copy under object_storage.local_dir (remembered, so a
+    reader given only the folder finds the remote it mirrors)."""
+    for section in (cfg.input, cfg.cache, cfg.output):
+        if (local := section.place_working_copy(cfg.object_storage.local_dir)) is not None:
+            remember(local, str(section.remote))
 
 
 def check_model_references(cfg: GraphRagConfig, source: str) -> None:

@@ -24,6 +24,7 @@ from graphrag_lite.config.sections import (
     ExtractGraphNlpConfig,
     InputConfig,
     ModelConfig,
+    ObjectStorageConfig,
     OutputConfig,
     Section,
     SummarizeDescriptionsConfig,
@@ -56,6 +57,7 @@ class GraphRagConfig(Section):
     cache: CacheConfig = Field(default_factory=CacheConfig)
     budget: BudgetConfig = Field(default_factory=BudgetConfig)
     output: OutputConfig = Field(default_factory=OutputConfig)
+    object_storage: ObjectStorageConfig = Field(default_factory=ObjectStorageConfig)
     # a run option of index and update (--batch) more than a setting: left out of the settings.yaml `init` writes
     batch: BatchConfig = Field(default_factory=BatchConfig, exclude=True)
 

@@ -40,7 +40,7 @@ def _render_fields(model: BaseModel, indent: int, only_set: bool = False) -> lis
     lines = []
     for name, field in type(model).model_fields.items():
         value = getattr(model, name)
-        if only_set and name not in model.model_fields_set:
+        if field.exclude or (only_set and name not in model.model_fields_set):
             continue
         comment = f"  # {field.description}" if field.description else ""
         if value is None:

@@ -23,6 +23,7 @@ from pydantic import (
 )
 
 from graphrag_lite.names import normalize_name
+from graphrag_lite.object_storage.uris import as_location, working_copy
 from graphrag_lite.tables import VectorTable
 from graphrag_lite.tokens import DEFAULT_ENCODING, known_encodings
 
@@ -47,6 +48,34 @@ class Section(BaseModel):
             if bool not in allowed and allowed & {int, float}:
                 raise ValueError(f"expected a number, not {str(value).lower()}")
         return value
+
+
+class Located(Section):
+    """A section whose `base_dir` may be a local folder or an object-storage URI (`s3://bucket/prefix`; `file://`
+    is a local folder). A URI is kept in `remote`, and `base_dir` becomes its local working copy (placed by the
+    loader under object_storage.local_dir): the code reads and writes the working copy, the runner and the
+    readers keep it equal to the remote (pipeline/mirroring.py)."""
+
+    base_dir: Path
+    remote: str | None = Field(None, exclude=True, description="the URI base_dir was given as (set from it)")
+
+    @model_validator(mode="before")
+    @classmethod
+    def _uri_to_remote(cls, data: Any) -> Any:
+        value = data.get("base_dir") if isinstance(data, dict) else None
+        if isinstance(value, str):
+            where = as_location(value, f"{cls.__name__.removesuffix('Config').lower()}.base_dir")
+            if isinstance(where, str):
+                return {**data, "remote": where, "base_dir": Path(".remote-pending")}
+            return {**data, "base_dir": where}
+        return data
+
+    def place_working_copy(self, local_dir: Path) -> Path | None:
+        """Where the remote's working copy is (base_dir from now on); None for a local folder."""
+        if self.remote is None:
+            return None
+        self.base_dir = working_copy(local_dir, self.remote)
+        return self.base_dir
 
 
 def _plain_types(annotation: Any) -> set[Any]:
@@ -118,7 +147,7 @@ def _a_known_encoding(value: str | None) -> str | None:
     return value
 
 
-class InputConfig(Section):
+class InputConfig(Located):
     class FileRule(Section):
         """One entry of input.files: settings for the files whose path matches `pattern`. A key left out
         (or null) takes the section's value, so a rule names only what differs."""
@@ -142,7 +171,8 @@ class InputConfig(Section):
         _pattern_compiles = field_validator("pattern")(_a_regular_expression)
         _encoding_known = field_validator("encoding")(_a_known_encoding)
 
-    base_dir: Path = Field(Path("input"), description="folder of documents, read recursively")
+    base_dir: Path = Field(Path("input"), description="folder of documents, read recursively; or s3://bucket/prefix "
+                           "(listed and fetched into a local mirror, only what changed: docs/object-storage.md)")
     file_pattern: str = Field(r".*\.(txt|md|csv|json|jsonl|parquet|pdf|docx|html?)$",
                               description="regular expression a file's path (relative to base_dir) must match; "
                               "PDF, DOCX and HTML need pip install 'graphrag-lite[documents]'")
@@ -336,9 +366,10 @@ class VectorStoreConfig(Section):
                                "folder `lancedb` inside output.base_dir (it moves with it)")
 
 
-class CacheConfig(Section):
+class CacheConfig(Located):
     enabled: bool = Field(True, description="reuse validated model answers across runs")
-    base_dir: Path = Field(Path("cache"), description="folder of the cache")
+    base_dir: Path = Field(Path("cache"), description="folder of the cache; or s3://bucket/prefix (fetched when a "
+                           "run starts, sent after each stage: docs/object-storage.md)")
 
 
 class BudgetConfig(Section):
@@ -350,11 +381,27 @@ class BudgetConfig(Section):
                                            "of every run of this output folder counts (output/llm_spend.json)")
 
 
-class OutputConfig(Section):
-    base_dir: Path = Field(Path("output"), description="folder of the index tables and stats.json")
+class OutputConfig(Located):
+    base_dir: Path = Field(Path("output"), description="folder of the index tables and stats.json; or "
+                           "s3://bucket/prefix, served through a local working copy (docs/object-storage.md)")
     keep_versions: int = Field(2, ge=1, description="commits whose table versions are kept (the current one and "
                                "those before it): a reader that opened an older one finishes; older versions are "
                                "deleted when a run commits")
+
+
+class ObjectStorageConfig(Section):
+    """An index, input or cache on object storage (a base_dir of s3://bucket/prefix): its working copy here,
+    the run lock's lease, how often a server looks for a new commit. Credentials and endpoint come only from
+    the environment and profiles (AWS_ACCESS_KEY_ID, AWS_SECRET_ACCESS_KEY, AWS_PROFILE, AWS_REGION,
+    AWS_ENDPOINT_URL), never from this file."""
+
+    local_dir: Path = Field(Path(".graphrag-lite/remote"), description="folder of the local working copies of "
+                            "base_dirs on object storage, one per URI (<local_dir>/s3/<bucket>/<prefix>); a cache of "
+                            "the remote, safe to delete")
+    lease_seconds: float = Field(60.0, ge=1, description="the run lock on object storage: a run renews its lease "
+                                 "every third of this; a killed run's lease expires this long after its last "
+                                 "renewal, and the next run proceeds")
+    poll_seconds: float = Field(5.0, gt=0, description="how often `serve` asks the remote for a new commit")
 
 
 class BatchConfig(Section):

@@ -9,6 +9,8 @@ from typing import Any
 
 from graphrag_lite.commits import Commit, read_commit
 from graphrag_lite.errors import IndexDamaged, MissingIndex, index_command
+from graphrag_lite.object_storage.uris import remote_of
+from graphrag_lite.pipeline.mirroring import pull_committed, remote_run_live
 from graphrag_lite.pipeline.records import STATS_FILE, last_run, same_run, unfinished
 from graphrag_lite.storage import OutputLock, OutputStore, read_record
 from graphrag_lite.vector_store import MANIFEST
@@ -45,17 +47,24 @@ class CommittedIndex:
 
 def open_committed(output_dir: Path, root: Path) -> CommittedIndex:
     """The committed index in `output_dir`. MissingIndex when there is none (with what to run), IndexDamaged
-    when its commit record is damaged."""
+    when its commit record is damaged. An index on object storage is pulled into its working copy first."""
+    pull_committed(output_dir)
     commit = read_commit(output_dir)
     if commit is None and not (output_dir / "entities.parquet").is_file() and not (output_dir / "text_units.parquet"
                                                                                     ).is_file():
         run = _last_run(output_dir)
         if run.get("started"):
-            raise MissingIndex(f"no finished index in {output_dir} yet: its first run (started {run['started']}) "
-                               f"{_how_it_ended(run, output_dir)}; run `{index_command(root)}` to finish it")
-        raise MissingIndex(f"no index in {output_dir}; build it with `{index_command(root)}`")
+            raise MissingIndex(f"no finished index in {where(output_dir)} yet: its first run (started "
+                               f"{run['started']}) {_how_it_ended(run, output_dir)}; run `{index_command(root)}` "
+                               "to finish it")
+        raise MissingIndex(f"no index in {where(output_dir)}; build it with `{index_command(root)}`")
     store = commit.store(output_dir) if commit is not None else OutputStore(output_dir)
     return CommittedIndex(output_dir, store, commit, pending_run(output_dir, commit, root))
+
+
+def where(output_dir: Path) -> str:
+    """The index's place as the user gave it: its URI on object storage, else its folder."""
+    return remote_of(output_dir) or str(output_dir)
 
 
 def pending_run(output_dir: Path, commit: Commit | None, root: Path) -> str | None:
@@ -75,7 +84,9 @@ def pending_run(output_dir: Path, commit: Commit | None, root: Path) -> str | No
 
 
 def _running(run: dict[str, Any], output_dir: Path) -> bool:
-    return run.get("status") == "running" and OutputLock(output_dir).held_by_another()
+    """Whether the run stats.json says is running is (here, or on another machine: an index on object storage)."""
+    return run.get("status") == "running" and (OutputLock(output_dir).held_by_another() or
+                                               remote_run_live(output_dir))
 
 
 def _how_it_ended(run: dict[str, Any], output_dir: Path) -> str:

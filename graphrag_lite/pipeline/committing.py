@@ -24,6 +24,7 @@ from graphrag_lite.config import GraphRagConfig
 from graphrag_lite.errors import IndexDamaged
 from graphrag_lite.pipeline.definition import Pipeline
 from graphrag_lite.pipeline.display import LOG
+from graphrag_lite.pipeline.mirroring import LocalRun
 from graphrag_lite.pipeline.records import STATE_FILE, last_run, read_state, same_run, unfinished
 from graphrag_lite.storage import OutputStore
 from graphrag_lite.vector_store import pin_tables, read_manifest
@@ -93,10 +94,12 @@ def pipeline_tables(pipeline: Pipeline, store: OutputStore) -> dict[str, str]:
     return {name: digest for name, digest in (store.versions or {}).items() if name in written}
 
 
-def commit_run(config: GraphRagConfig, pipeline: Pipeline, store: OutputStore, stats: dict[str, Any],
-               state: dict[str, Any]) -> int:
+def commit_run(config: GraphRagConfig, pipeline: Pipeline, where: tuple[OutputStore, LocalRun],
+               stats: dict[str, Any], state: dict[str, Any]) -> int:
     """Make the run's tables current (one atomic write), show them to GraphRAG's readers, delete what no kept
-    commit needs; returns the commit's number."""
+    commit needs; returns the commit's number. An index on object storage gets its tables and LanceDB files
+    before index.json, and loses what was deleted after it."""
+    store, mirror = where
     output = config.output.base_dir
     tables = OutputStore(output, pipeline_tables(pipeline, store))
     embedded = any(stage.name == "embed_text" for stage in pipeline.stages)
@@ -104,10 +107,12 @@ def commit_run(config: GraphRagConfig, pipeline: Pipeline, store: OutputStore, s
     run = {key: stats.get(key) for key in ("pipeline", "pipeline_file", "started", "run_id")}
     commit = next_commit(readable_commit(output, None), tables, {**run, "status": "completed"},
                          config.output.keep_versions, vectors)
+    mirror.before_commit()
     write_commit(output, commit)
     show_to_other_readers(output, commit)
     working = {name: digest for entry in state.values() for name, digest in entry.get("outputs", {}).items()}
     removed = clean_versions(output, commit, working)
+    mirror.committed()
     LOG.info("commit %d: %d tables; %d table versions no kept commit needs deleted", commit.number,
              len(commit.tables), len(removed))
     return commit.number

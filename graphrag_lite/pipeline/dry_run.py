@@ -19,6 +19,7 @@ from graphrag_lite.pipeline.committing import readable_state, working_store
 from graphrag_lite.pipeline.contract import Stage, StageContext
 from graphrag_lite.pipeline.definition import Pipeline
 from graphrag_lite.pipeline.fingerprints import reusable_prefix
+from graphrag_lite.pipeline.mirroring import run_mirror
 from graphrag_lite.pipeline.model_access import ModelAccess
 from graphrag_lite.pipeline.records import STATE_FILE
 from graphrag_lite.pipeline.runner import run_pipeline
@@ -100,9 +101,11 @@ def scratch_copy(config: GraphRagConfig) -> Iterator[GraphRagConfig]:
     tables and state (so finished stages are reused, and nothing written there reaches the index); removed
     afterwards. It sits beside the output folder when it can, so the links need no copies."""
     output = config.output.base_dir
+    run_mirror(config).pull()  # an index on object storage: estimated from what it holds now
     parent = output.parent if os.access(output.parent, os.W_OK) else None
     with tempfile.TemporaryDirectory(prefix=".graphrag-lite-dry-run-", dir=parent) as scratch:
         trial = config.model_copy(deep=True)
+        trial.output.remote = None  # nothing written in the scratch copy reaches the index, wherever it lives
         trial.output.base_dir = Path(scratch) / "output"
         trial.output.base_dir.mkdir()
         if "://" not in config.lancedb_uri:

@@ -12,6 +12,7 @@ from graphrag_lite.commits import COMMIT_FILE, Commit, read_commit
 from graphrag_lite.config import GraphRagConfig
 from graphrag_lite.errors import IndexDamaged, MissingIndex, index_command
 from graphrag_lite.pipeline.committed import pending_run
+from graphrag_lite.pipeline.mirroring import run_mirror
 from graphrag_lite.pipeline.records import STATE_FILE, STATS_FILE
 from graphrag_lite.storage import OutputStore, read_record
 from graphrag_lite.tables import INDEX_TABLES
@@ -47,8 +48,10 @@ class CheckReport:
 
 
 def check_index(config: GraphRagConfig) -> CheckReport:
-    """Verify the index of `config` (nothing is written). MissingIndex when there is none."""
+    """Verify the index of `config` (nothing is written). MissingIndex when there is none. An index on object
+    storage is fetched first (only what differs from the working copy), so what is checked is the remote's."""
     output = config.output.base_dir
+    run_mirror(config).pull()
     findings: list[Finding] = []
     try:
         commit = read_commit(output)

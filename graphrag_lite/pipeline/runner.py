@@ -37,6 +37,7 @@ from graphrag_lite.pipeline.contract import Stage, StageContext, StageResult
 from graphrag_lite.pipeline.definition import Pipeline
 from graphrag_lite.pipeline.display import LOG, describe_llm_totals, log_stage, print_stage, progress_display, run_log
 from graphrag_lite.pipeline.fingerprints import is_reusable, outside_outputs_digest, reusable_prefix, stage_fingerprint
+from graphrag_lite.pipeline.mirroring import LocalRun, run_mirror
 from graphrag_lite.pipeline.model_access import ModelAccess
 from graphrag_lite.pipeline.records import (
     STATE_FILE,
@@ -72,6 +73,8 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
     is fine when nothing has to run. `brief`: one line, not one per stage, when nothing has to run."""
     count_with(config.chunking.encoding_model)
     print_compat_notes(config, console)
+    mirror = run_mirror(config)
+    mirror.pull()
     state = readable_state(config.output.base_dir, console)
     store = working_store(config.output.base_dir, state, console)
     names = [s.name for s in pipeline.stages]
@@ -96,14 +99,18 @@ def run_pipeline(config: GraphRagConfig, pipeline: Pipeline, console: Console, f
         raise ConfigError(f"cannot write to the output folder {store.base_dir} ({err.strerror}); make it writable, "
                           "or set output.base_dir to a folder you can write") from None
     try:
+        mirror.acquire()
         current = readable_state(store.base_dir, None)
         if current != state:  # another run finished in between: judge again by what it left
             state, store = current, working_store(store.base_dir, current, None)
             reusable = reusable_prefix(pipeline, config, store, current, rerun_from)
         write_effective_settings(config, pipeline, store.base_dir)
-        return _run_locked(config, pipeline, console, store, state, (rerun_from, reusable), use_cache)
+        return _run_locked(config, pipeline, console, (store, mirror), state, (rerun_from, reusable), use_cache)
     finally:
-        lock.release()
+        try:
+            mirror.release()
+        finally:
+            lock.release()
 
 
 @contextlib.contextmanager
@@ -119,11 +126,11 @@ def _collector_spared() -> Iterator[None]:
         gc.unfreeze()
 
 
-def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, store: OutputStore,
+def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, where: tuple[OutputStore, LocalRun],
                 state: dict[str, Any], plan: tuple[int, int], use_cache: bool) -> RunSummary:
-    """Run the pipeline; `plan` is (the first stage --force/--from re-runs, how many leading stages were
-    already found reusable)."""
-    rerun_from, reusable = plan
+    """Run the pipeline; `where`: the output store and its mirror on object storage; `plan` is (the first
+    stage --force/--from re-runs, how many leading stages were already found reusable)."""
+    (rerun_from, reusable), (store, mirror) = plan, where
     # until this run finishes, the index is what the last finished run built
     earlier = readable_last_run(store.base_dir, console)
     stats = _started(pipeline, earlier)
@@ -149,14 +156,15 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
                 LOG.info("%s: started", stage.name)
                 _start_early_work(pipeline, position, StageContext(config=config, store=store, progress=progress,
                                                                    stage=stage, models=models))
-                result, stage_stats = _run_and_record(stage, config, store, state, fingerprint, progress, models)
+                result, stage_stats = _run_and_record(stage, config, where, state, fingerprint, progress, models)
                 digests.update(state[stage.name]["outputs"])
                 stats["stages"][stage.name] = stage_stats
                 print_stage(console, stage.name, stage_stats)
                 log_stage(stage.name, stage_stats)
                 write_stats(store, stats, run_started)
+                mirror.stats_written()
                 _stop_if_mostly_failed(stage.name, result, config)
-            stats["commit"] = commit_run(config, pipeline, store, stats, state)
+            stats["commit"] = commit_run(config, pipeline, (store, mirror), stats, state)
     except KeyboardInterrupt:
         status = "interrupted"
         _record_stop(stats, pipeline, models, console, status)
@@ -176,7 +184,7 @@ def _run_locked(config: GraphRagConfig, pipeline: Pipeline, console: Console, st
         _record_stop(stats, pipeline, models, console, status)
         raise
     finally:
-        incomplete = _finish(stats, (status, resumed), models, store, run_started)
+        incomplete = _finish(stats, (status, resumed), models, (store, mirror), run_started)
     return _summary(stats, store.base_dir, incomplete)
 
 
@@ -223,13 +231,18 @@ def _start_early_work(pipeline: Pipeline, position: int, context: StageContext) 
 
 
 def _finish(stats: dict[str, Any], ending: tuple[str, dict[str, Any] | None], models: ModelAccess,
-            store: OutputStore, run_started: float) -> list[str]:
+            where: tuple[OutputStore, LocalRun], run_started: float) -> list[str]:
     """Write the run's final stats.json (status, model totals, the update record, batch figures) and close
     the models; after a completed run, drop the batches earlier runs left from llm_batches.json. Returns the
     stages that ran with failures. `ending`: how the run ended, and the update record of the unfinished run it
     resumed."""
+    store, mirror = where
     try:
-        return _final_stats(stats, ending, models, store, run_started)
+        if (figures := mirror.figures()) is not None:
+            stats["object_storage"] = figures
+        incomplete = _final_stats(stats, ending, models, store, run_started)
+        mirror.stats_written()
+        return incomplete
     finally:
         models.close()
 
@@ -271,18 +284,22 @@ def _forget_batches(stats: dict[str, Any], store: OutputStore) -> None:
         LOG.warning("the batches earlier runs left were not forgotten: %s", stats["batches_not_forgotten"])
 
 
-def _run_and_record(stage: Stage, config: GraphRagConfig, store: OutputStore, state: dict[str, Any],
+def _run_and_record(stage: Stage, config: GraphRagConfig, where: tuple[OutputStore, LocalRun], state: dict[str, Any],
                     fingerprint: str, progress: Progress, models: ModelAccess) -> tuple[StageResult, dict[str, Any]]:
-    """Run one stage and write its tables and its state entry (reusable only when no item failed)."""
+    """Run one stage and write its tables and its state entry (reusable only when no item failed); a remote
+    index gets the state entry's removal, then the tables and the entry."""
+    store, mirror = where
     state_path = store.base_dir / STATE_FILE
     state.pop(stage.name, None)  # a failed or interrupted re-run must not look reusable
     write_json(state_path, state)
+    mirror.state_written()
     result, stage_stats = _run_stage(stage, config, store, progress, models)
     outputs = {name: store.write(name, result.tables[name]) for name in stage.writes}
     result.tables = {}  # written: the next stage reads what it needs from disk, not from a copy kept alive here
     state[stage.name] = {"fingerprint": fingerprint if result.complete else None, "outputs": outputs,
                          "finished": now(), "stats": stage_stats, "external": outside_outputs_digest(stage, config)}
     write_json(state_path, state)
+    mirror.stage_recorded()
     return result, stage_stats
 
 

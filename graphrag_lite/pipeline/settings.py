@@ -53,6 +53,11 @@ def write_effective_settings(config: GraphRagConfig, pipeline: Pipeline, output_
     for model_id, model in values["models"].items():
         if model["api_key"] is not None and (reference := _key_reference(written, model_id)):
             model["api_key"] = reference
+    for name in ("input", "cache", "output"):  # on object storage: the URI, not this machine's working copy
+        if (remote := getattr(config, name).remote) is not None:
+            values[name]["base_dir"] = remote
+    if config.output.remote is not None and config.vector_store.db_uri == str(config.output.base_dir / "lancedb"):
+        values["vector_store"]["db_uri"] = None  # inside the working copy, wherever that is
     header = (f"# The settings of the last index run in this folder ({time.strftime('%Y-%m-%d %H:%M:%S')}, pipeline "
               f"{pipeline.name}): {config.settings_file or 'settings given in code'} under the pipeline's settings, "
               "under --set.\n"

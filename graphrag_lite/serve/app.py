@@ -18,6 +18,7 @@ import asyncio
 import contextlib
 import json
 import logging
+import os
 import socket
 import sys
 import time
@@ -332,8 +333,8 @@ def _add_page_routes(app: FastAPI) -> None:
     @app.get("/health", summary="Whether the server answers, and since when its index is loaded")
     async def health(request: Request) -> dict[str, Any]:
         holder: IndexHolder = request.app.state.holder
-        return {"status": "ok", "loaded_at": holder.current.loaded_at, "reloads": holder.reloads,
-                "commit": holder.current.committed["commit"], "pending_run": holder.pending}
+        return {"status": "ok", "worker": os.getpid(), "loaded_at": holder.current.loaded_at,
+                "reloads": holder.reloads, "commit": holder.current.committed["commit"], "pending_run": holder.pending}
 
     @app.get("/stats", summary="The index's figures, and the requests served with their latencies")
     async def stats(request: Request) -> dict[str, Any]:

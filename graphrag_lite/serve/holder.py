@@ -21,6 +21,7 @@ from graphrag_lite.commits import COMMIT_FILE
 from graphrag_lite.config import GraphRagConfig, no_model_overrides
 from graphrag_lite.errors import GraphragLiteError, IndexDamaged, MissingIndex
 from graphrag_lite.pipeline.committed import pending_run
+from graphrag_lite.pipeline.mirroring import pull_committed
 from graphrag_lite.pipeline.records import last_run
 from graphrag_lite.query import SEARCH_METHODS
 from graphrag_lite.query.engine import GraphRAG
@@ -58,6 +59,7 @@ def load_index(root: Path, config: Path | None, overrides: list[str]) -> LoadedI
     not committed. IndexChanging when there is no committed index yet and a run is building the first one."""
     base = GraphRAG.from_config(root, config, overrides)
     output = base.config.output.base_dir
+    pull_committed(output)  # an index on object storage: its commit pulled before it is stamped
     stamp = index_stamp(output)
     try:
         committed = base.index.committed
@@ -103,6 +105,7 @@ class IndexHolder:
         self.reloads = 0
         self.reload_problem: str | None = None
         self._failed_stamp: tuple[int, int] | None = None
+        self._polled = time.monotonic()  # the first load pulled the remote's commit
 
     def _first_load(self) -> LoadedIndex:
         """Wait for a run in progress to finish: serving half of a new index would answer wrongly."""
@@ -138,6 +141,9 @@ class IndexHolder:
         """Load and swap in the index when a run has committed since the last load; a load that fails is
         tried again when the index changes again."""
         output = self.current.config.output.base_dir
+        if time.monotonic() - self._polled >= self.current.config.object_storage.poll_seconds:
+            self._polled = time.monotonic()  # an index on object storage: its new commit pulled, if any
+            await asyncio.to_thread(pull_committed, output)
         self._refresh_pending()
         stamp = index_stamp(output)
         if stamp in (self.current.stamp, self._failed_stamp):
