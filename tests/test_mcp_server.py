@@ -154,3 +154,29 @@ def test_an_index_run_while_serving_is_picked_up_at_the_next_call(tmp_path):
 def test_a_blank_question_is_refused_before_any_call(dulce):
     result = call_in_process(ServedIndex((dulce, None, [])), "basic_search", {"question": "   "})
     assert result.is_error and "question" in text(result)
+
+
+def test_initialize_is_answered_before_the_index_is_loaded(tmp_path, monkeypatch):
+    """A new user's MCP client waited 19-21 s for `initialize` while the index loaded (clients with a short
+    start-up time-out give up): the server now serves at once and a first call waits for the load."""
+    import threading
+
+    from graphrag_lite.serve import mcp_server
+
+    root = make_project(tmp_path, [DATA / "operation-dulce" / "dulce.txt"])
+    order: list[str] = []
+    serving_started = threading.Event()
+
+    class SlowHolder:
+        def __init__(self, *args: Any) -> None:
+            serving_started.wait(30)  # a load that ends only once the server serves (before: never, in time)
+            order.append("loaded")
+
+    async def serve(server: Any) -> None:
+        order.append("serving")
+        serving_started.set()
+
+    monkeypatch.setattr(mcp_server, "IndexHolder", SlowHolder)
+    monkeypatch.setattr(mcp_server, "serve_stdio", serve)
+    mcp_server.run_stdio(root, None, [])
+    assert order[0] == "serving"

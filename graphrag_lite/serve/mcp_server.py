@@ -12,9 +12,11 @@ stdout to stderr while it serves, and a line it cannot read is answered with a J
 from __future__ import annotations
 
 import asyncio
+import concurrent.futures
 import contextlib
 import functools
 import logging
+import threading
 from collections.abc import AsyncIterator, Awaitable, Callable
 from pathlib import Path
 from typing import Annotated, Any, ParamSpec
@@ -56,11 +58,13 @@ def run_stdio(root: Path, config: Path | None, overrides: list[str]) -> None:
     """Serve the index of the project in `root` over stdio until the client closes the connection. The
     settings are read now (a settings error stops here, with its message); the index is loaded whole, as
     `graphrag-lite serve` loads it, and swapped for the new one when an index run has completed since the
-    last call; a missing index is reported by each tool call, so a client shows why."""
+    last call; a missing index is reported by each tool call, so a client shows why. The index loads in the
+    background while the server answers: a client's `initialize` is answered at once (clients give up on a
+    server that takes seconds to start), and a first call waits for the load."""
     GraphRAG.from_config(root, config, overrides)  # a settings error stops here
     served = ServedIndex((root, config, overrides))
     server = build_server(served)
-    served.load_now()  # tables, LanceDB and the model library loaded before the first call, not in it
+    served.start_loading()  # tables, LanceDB and the model library, loaded before the first call if it comes late
     anyio.run(serve_stdio, server)
 
 
@@ -72,14 +76,36 @@ class ServedIndex:
         self.args = args
         self.holder: IndexHolder | None = None
         self.work = WorkThread("graphrag-lite-mcp-work")
+        self._loading: concurrent.futures.Future[IndexHolder | None] | None = None
 
-    def load_now(self) -> None:
+    def load_now(self) -> IndexHolder | None:
         try:
             self.holder = IndexHolder(*self.args)
         except MissingIndex as err:
             logger.warning("%s (every tool call will say so until the index is built)", err)
+        return self.holder
+
+    def start_loading(self) -> None:
+        """`load_now` on a thread of its own (a daemon: a client that closes at once does not wait for it)."""
+        loading: concurrent.futures.Future[IndexHolder | None] = concurrent.futures.Future()
+
+        def load() -> None:
+            try:
+                loading.set_result(self.load_now())
+            except BaseException as err:  # handed to the first call, which raises it
+                loading.set_exception(err)
+
+        threading.Thread(target=load, name="graphrag-lite-mcp-load", daemon=True).start()
+        self._loading = loading
 
     async def engine(self) -> GraphRAG:
+        if self._loading is not None:  # the first calls wait for the load started with the server
+            loading = self._loading
+            try:
+                await asyncio.wrap_future(loading)
+            finally:
+                if self._loading is loading:
+                    self._loading = None
         if self.holder is None:
             self.holder = await asyncio.to_thread(IndexHolder, *self.args)  # MissingIndex: the tool says so
         else:
