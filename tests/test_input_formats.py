@@ -78,6 +78,15 @@ def test_without_rules_every_file_takes_the_section_settings(tmp_path):
     assert json.loads(table["metadata"][0]) == {"tag": "t"}
 
 
+def test_a_title_key_is_the_title_without_title_column(tmp_path):
+    """A new user's JSONL had `title` keys, which were kept as metadata while the title was "file row 1"."""
+    rows = [{"text": "One.", "title": "First"}, {"text": "Two.", "title": "Second"}]
+    (tmp_path / "a.jsonl").write_text("\n".join(json.dumps(row) for row in rows) + "\n", encoding="utf-8")
+    pd.DataFrame({"text": ["Three."]}).to_csv(tmp_path / "b.csv", index=False)
+    table, problems = load(InputConfig(base_dir=tmp_path))
+    assert problems == [] and sorted(table["title"]) == ["First", "Second", "b.csv row 1"]
+
+
 @pytest.mark.parametrize(("rule", "message"), [
     ("{pattern: '(', text_column: body}", "input.files.1.pattern = '(': '(' is not a valid regular expression"),
     ("{text_column: body}", "input.files.1: every rule needs a `pattern`"),

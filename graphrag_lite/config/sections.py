@@ -178,7 +178,8 @@ class InputConfig(Located):
                               "PDF, DOCX and HTML need pip install 'graphrag-lite[documents]'")
     encoding: str = Field("utf-8", description="text encoding of the files (a UTF-8 BOM is handled)")
     text_column: str = Field("text", description="column (or JSON key) holding the text, for tabular input")
-    title_column: str | None = Field(None, description="column used as title; unset: file path and row")
+    title_column: str | None = Field(None, description="column used as title; unset: the column `title` when "
+                                     "the rows have one, else file path and row")
     id_column: str | None = Field(None, description="column used as document id; unset: a hash of the text")
     metadata: list[str] | None = Field(None, description="columns kept as metadata; unset: all other columns")
     files: list[FileRule] | None = Field(None, description="per-file rules, e.g. [{pattern: '.*\\.csv$', "

@@ -207,6 +207,8 @@ def rows_to_documents(rows: list[dict[str, Any]], source: str, created: str,
             raise UnusableFile(f"no column '{column}' (columns: {', '.join(map(str, columns))}); "
                                 f"{hint}set input.{role}, or the {role} of the input.files rule for this file")
     documents, problems = [], []
+    # as text_column defaults to "text", a "title" column is the title when no title_column is set
+    title_column = cfg.title_column or ("title" if "title" in columns and cfg.text_column != "title" else None)
     for index, row in enumerate(rows):
         where = f"{source} row {index + 1}"
         text = row.get(cfg.text_column)
@@ -219,7 +221,7 @@ def rows_to_documents(rows: list[dict[str, Any]], source: str, created: str,
             if not document_id:
                 problems.append(InputProblem(where, f"no value in id column '{cfg.id_column}'"))
                 continue
-        title = _clean_str(row.get(cfg.title_column)) if cfg.title_column else ""
+        title = _clean_str(row.get(title_column)) if title_column else ""
         documents.append(RawDocument(source=where, title=title or where, text=text, creation_date=created,
                                      document_id=document_id, row=row,
                                      metadata=row_metadata(row, cfg.metadata, cfg.text_column)))
