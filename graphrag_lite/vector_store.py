@@ -56,7 +56,13 @@ def write_table(db: Any, name: str, rows: pa.Table, vectors: list[list[float]] |
         rows = rows.append_column("vector", pa.array(vectors, pa.list_(pa.float32(), len(vectors[0]))))
     table = db.create_table(name, data=rows, mode="overwrite")
     if rows.num_rows:
-        table.create_fts_index("text", replace=True)
+        index_text(table)
+
+
+def index_text(table: Any) -> None:
+    """The table's full-text index on `text` (LanceDB's own, with its default tokenizer: lower case, English
+    stemming and stop words), through the current API (create_fts_index is deprecated)."""
+    table.create_index("text", config=import_large("lancedb.index").FTS(), replace=True)
 
 
 @dataclass
@@ -147,7 +153,7 @@ def apply_update(db: Any, name: str, rows: pa.Table, update: TableUpdate,
         table.add(added.cast(table.schema))
     if not any(index.index_type == "FTS" for index in table.list_indices()):
         if table.count_rows():  # a run was killed between creating the table and indexing it
-            table.create_fts_index("text", replace=True)
+            index_text(table)
     elif update.add or update.remove:
         # lancedb 0.40, checked (tests/test_vector_store_update.py): deleted rows are masked at once by lance's
         # deletion files and rows not yet indexed are found by a flat scan, so searches are right even before

@@ -321,3 +321,15 @@ def test_early_vectors_and_cached_ones_of_a_former_model_are_never_mixed(tmp_pat
     for table in ("entity_description", "text_unit_text"):
         assert {len(v) for v in stored_vectors(root, table).values()} == {128}, table
     assert json.loads((out / MANIFEST).read_text(encoding="utf-8"))["dimension"] == 128
+
+
+def test_tables_are_written_and_indexed_without_lancedb_deprecation_warnings(db):
+    """A new user saw LanceDB's deprecation warnings (create_fts_index) in every run."""
+    import warnings
+
+    with warnings.catch_warnings(record=True) as caught:
+        warnings.simplefilter("always")
+        write_table(db, "t", rows_of(["a", "b"], ["the navy office", "a theatre"]), [vec(1), vec(2)])
+        update_table(db, "t", ["a", "c"], ["the navy office", "the king's house"], [vec(1), vec(3)])
+    assert [str(w.message) for w in caught if issubclass(w.category, DeprecationWarning)] == []
+    assert keyword(db.open_table("t"), "king") == ["c"]
