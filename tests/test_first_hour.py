@@ -310,3 +310,18 @@ def test_global_search_says_dynamic_selection_kept_nothing_rather_than_no_commun
                 "global_search.dynamic_community_selection=true")
     assert asked.exit_code == 0
     assert "reports below global_search.dynamic_threshold" in asked.output and "no communities" not in asked.output
+
+
+def test_graphrag_habits_data_relative_to_the_shell_and_community_level_for_basic(tmp_path: Path, cli, monkeypatch):
+    """A new user's `--root msproj --data msproj/output` looked in msproj/msproj/output, and `--method basic
+    --community-level 2` (GraphRAG's scripts pass the same flags to every method) was "No such option"."""
+    from graphrag_lite.cli.graphrag_style import graphrag_style
+
+    root = sample_project(tmp_path / "msproj")
+    assert cli("index", "--root", root, "--method", "fast").exit_code == 0
+    monkeypatch.chdir(tmp_path)
+    for method in ("local", "basic"):
+        asked = cli(*graphrag_style(["query", "Who went to Woolwich with Sir W. Pen?", "--root", "msproj",
+                                     "--method", method, "--data", "msproj/output", "--community-level", "2",
+                                     "--no-model"]))
+        assert asked.exit_code == 0 and "Retrieved evidence" in asked.output, asked.output

@@ -39,6 +39,7 @@ def _query(method: str, question: str, root: Path, config: Path | None, set_: li
     from graphrag_lite.query.engine import GraphRAG
     from graphrag_lite.query.hops import describe_round
 
+    data = data.resolve() if data else None  # where the shell is, as GraphRAG's --data: not under --root
     overrides = [*(set_ or []), *(no_model_overrides(method) if no_model else []),
                  *([f"output.base_dir={data}", f"vector_store.db_uri={data / 'lancedb'}"] if data else [])]
     rag = GraphRAG.from_config(root, config, overrides, use_cache=not no_cache)
@@ -116,9 +117,13 @@ def query_basic(
     response_type: ResponseTypeOption = "Multiple Paragraphs",
     streaming: StreamingOption = False, as_json: JsonOption = False, explain: ExplainOption = False,
     no_cache: NoCacheOption = False, no_model: NoModelOption = False, data: DataOption = None,
+    community_level: Annotated[int | None, typer.Option("--community-level", hidden=True)] = None,
     verbose: VerboseOption = False,
 ) -> None:
     """Answer from the text units most similar to the question (vector and keyword search): plain RAG, the
     baseline to compare graph search against."""
+    if community_level is not None:  # GraphRAG's scripts pass the same flags to every method
+        errors.print("[yellow]note:[/yellow] --community-level is not used by basic search (it reads text units, "
+                     "not community reports); ignored", highlight=False)
     _query("basic", question, root, config, set_, response_type, None, streaming, as_json, explain, no_cache,
            no_model, data)
