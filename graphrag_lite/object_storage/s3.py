@@ -25,7 +25,10 @@ MISSING = {"NoSuchKey", "404", "NotFound"}
 
 
 class ObjectStorageError(GraphragLiteError):
-    """The object store cannot be reached, or refuses what is asked of it."""
+    """The object store cannot be reached, or refuses what is asked of it: a set-up error (a bucket, the
+    credentials, the endpoint), exit code 2 as for the other set-up errors."""
+
+    exit_code = 2
 
 
 @dataclass(frozen=True)
@@ -77,7 +80,7 @@ class ObjectStore:
         """Every object under the prefix (or under `under` inside it), by relative path."""
         start = self.key(under) if under else (f"{self.prefix}/" if self.prefix else "")
         found: dict[str, Listed] = {}
-        with self._said("list", under or "/"):
+        with self._said("list", under):
             for page in self.client.get_paginator("list_objects_v2").paginate(Bucket=self.bucket, Prefix=start):
                 for item in page.get("Contents", []):
                     found[item["Key"][len(self.prefix) + 1 if self.prefix else 0:]] = Listed(
@@ -153,7 +156,8 @@ class ObjectStore:
             module = type(err).__module__ or ""
             if not module.startswith(("botocore", "boto3", "urllib3")):
                 raise
-            raise ObjectStorageError(f"cannot {action} {self.uri}/{relative}: {_reason(err)}; check the bucket, "
+            where = f"{self.uri}/{relative}" if relative else self.uri
+            raise ObjectStorageError(f"cannot {action} {where}: {_reason(err)}; check the bucket, "
                                      "the credentials (AWS_ACCESS_KEY_ID and AWS_SECRET_ACCESS_KEY, or "
                                      "AWS_PROFILE) and the endpoint (AWS_ENDPOINT_URL), then run the command "
                                      "again") from None
