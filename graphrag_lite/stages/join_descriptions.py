@@ -1,22 +1,12 @@
 """Stage join_descriptions (fast method): one description per entity and relationship with no model: the
-first descriptions (the sentences that mention it), up to a length."""
+first descriptions (the sentences that mention it), up to a length (graph/joining.py)."""
 
 from __future__ import annotations
 
 import pandas as pd
 
+from graphrag_lite.graph.joining import joined
 from graphrag_lite.pipeline.contract import Stage, StageContext, StageResult
-
-MAX_CHARACTERS = 600
-
-
-def joined(descriptions: list[str]) -> str:
-    text = ""
-    for description in descriptions:
-        if text and len(text) + len(description) > MAX_CHARACTERS:
-            break
-        text = f"{text} {description}".strip()
-    return text
 
 
 def run(ctx: StageContext) -> StageResult:
