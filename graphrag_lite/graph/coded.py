@@ -30,10 +30,6 @@ class Coded:
         """The values of these codes, as Python objects (one per distinct value, shared by the rows)."""
         return self.values[codes].tolist()
 
-    def given(self) -> np.ndarray:
-        """Per code: is its value given (true: not empty)?"""
-        return np.fromiter((bool(v) for v in self.values), dtype=bool, count=len(self.values))
-
 
 def coded(column: pd.Series, sort: bool = False) -> Coded:
     """A column as codes; `sort`: codes in the order of the values (nulls last, as `sort_values` puts them). A null
@@ -95,7 +91,7 @@ class CodedText:
         return texts
 
     def given(self) -> np.ndarray:
-        """Per code: is its value given (true: not empty), as `Coded.given`?"""
+        """Per code: is its value given (true: not empty; a null is when it is NaN, as `bool` has it)?"""
         return (self.lengths > 0) | (~self.is_text() & bool(self.null))
 
     def stripped_lengths(self, codes: np.ndarray) -> np.ndarray:
@@ -166,11 +162,7 @@ class Grouped:
         first = first_in_group(self.groups, codes)
         return codes[first], self.groups[first]
 
-    def distinct(self, column: Coded | CodedText, given_only: bool = False) -> list[list]:
-        """The distinct values of `column` in each group, in order of first appearance; `given_only`: only those
-        that are given (true: not empty)."""
+    def distinct(self, column: Coded | CodedText) -> list[list]:
+        """The distinct values of `column` in each group, in order of first appearance."""
         codes, groups = self.distinct_codes(column)
-        if given_only:
-            given = column.given()[codes]
-            codes, groups = codes[given], groups[given]
         return cut(column.at(codes), groups, self.count)
