@@ -1,14 +1,20 @@
 """Records as integer codes: a column's distinct values held once as Python objects and each row as a code into
 them, and what a merge asks of groups of rows (the distinct values of each group in order of first appearance, a
 flat list cut into one list per group) done in numpy. A million records then cost integer arrays and their
-distinct texts, not a Python object per record and field."""
+distinct texts, not a Python object per record and field. A column of long texts (descriptions: millions of
+sentences) keeps its values in the Arrow buffers it was read into (`CodedText`), and only the values asked for
+become Python strings."""
 
 from __future__ import annotations
 
-from dataclasses import dataclass
+import sys
+from dataclasses import dataclass, replace
+from functools import cache
 
 import numpy as np
 import pandas as pd
+import pyarrow as pa
+import pyarrow.compute as pc
 
 
 @dataclass(frozen=True)
@@ -36,6 +42,84 @@ def coded(column: pd.Series, sort: bool = False) -> Coded:
         values = np.append(values, np.empty(1, dtype=object))
         values[-1] = column.iloc[int(np.argmax(nulls))]
     return Coded(codes.astype(np.int64, copy=False), values)
+
+
+@cache
+def _surrounded() -> str:
+    """A pattern of a text that starts or ends with what str.strip() strips (it may be shorter stripped)."""
+    whitespace = "".join(f"\\x{{{ord(c):x}}}" for c in map(chr, range(sys.maxunicode + 1)) if c.isspace())
+    return f"^[{whitespace}]|[{whitespace}]$"
+
+
+@dataclass(frozen=True)
+class CodedText:
+    """A text column as codes whose values stay in Arrow: code c's value is the column's row `first_rows[c]`;
+    a null has the last code (its value `null`: NaN in a text column, None in a column of objects, as `Coded`
+    gives them)."""
+
+    codes: np.ndarray
+    column: pa.ChunkedArray  # as read (large_string)
+    first_rows: np.ndarray  # per code, its first row
+    lengths: np.ndarray  # per code, its value's length in characters (a null's: 0)
+    has_null: bool
+    null: object = None
+
+    def reordered(self, order: np.ndarray) -> CodedText:
+        """The same column with its rows in `order`."""
+        return replace(self, codes=self.codes[order])
+
+    def at(self, codes: np.ndarray) -> list:
+        """The values of these codes, as Python objects (made now, one per code asked for), taken a chunk of the
+        column at a time: a take over the whole column would hold the values once more in Arrow."""
+        rows = self.first_rows[codes]
+        values: list = [None] * len(rows)
+        starts = np.cumsum([0, *(len(chunk) for chunk in self.column.chunks)])
+        chunk_of = np.searchsorted(starts, rows, side="right") - 1
+        by_chunk = np.argsort(chunk_of, kind="stable")
+        bounds = np.searchsorted(chunk_of[by_chunk], np.arange(len(starts))).tolist()
+        for i, chunk in enumerate(self.column.chunks):
+            picked = by_chunk[bounds[i]:bounds[i + 1]]
+            for position, value in zip(picked.tolist(), chunk.take(pa.array(rows[picked] - starts[i])).to_pylist(),
+                                       strict=True):
+                values[position] = value
+        return values if self.null is None else [self.null if v is None else v for v in values]
+
+    def is_text(self) -> np.ndarray:
+        """Per code: is its value a text (not the null)?"""
+        texts = np.ones(len(self.lengths), dtype=bool)
+        texts[-1:] &= not self.has_null
+        return texts
+
+    def given(self) -> np.ndarray:
+        """Per code: is its value given (true: not empty; a null is when it is NaN, as `bool` has it)?"""
+        return (self.lengths > 0) | (~self.is_text() & bool(self.null))
+
+    def stripped_lengths(self, codes: np.ndarray) -> np.ndarray:
+        """The lengths of these codes' values without surrounding whitespace, as str.strip() leaves them (a
+        null's: 0)."""
+        lengths = self.lengths[codes]
+        surrounded = pc.fill_null(pc.match_substring_regex(self.column, _surrounded()), False).to_numpy()
+        few = np.flatnonzero(surrounded[self.first_rows[codes]])  # seldom any: the rest need no Python string
+        lengths[few] = [len(v.strip()) for v in self.at(codes[few])]
+        return lengths
+
+
+def coded_text(column: pd.Series) -> CodedText:
+    """A text column (strings and nulls) as `CodedText`; read from Parquet, its Arrow buffers are shared, not
+    copied."""
+    arrow = pa.array(column.array) if isinstance(column.dtype, pd.StringDtype) and column.dtype.storage == "pyarrow" \
+        else pa.array(column.to_numpy(dtype=object), type=pa.large_string(), from_pandas=True)
+    arrow = (arrow if isinstance(arrow, pa.ChunkedArray) else pa.chunked_array([arrow])).cast(pa.large_string())
+    codes, _ = pd.factorize(column)
+    codes = codes.astype(np.int64, copy=False)
+    nulls = codes < 0
+    first_rows = np.unique(codes, return_index=True)[1][int(nulls.any()):]  # np.unique puts the nulls' -1 first
+    if nulls.any():
+        codes[nulls] = len(first_rows)
+        first_rows = np.append(first_rows, np.argmax(nulls))
+    lengths = pc.fill_null(pc.utf8_length(arrow), 0).to_numpy()[first_rows].astype(np.int64)
+    return CodedText(codes, arrow, first_rows.astype(np.int64), lengths, bool(nulls.any()),
+                     column.iloc[int(np.argmax(nulls))] if nulls.any() else None)
 
 
 def first_in_group(groups: np.ndarray, codes: np.ndarray) -> np.ndarray:
@@ -72,17 +156,13 @@ class Grouped:
     groups: np.ndarray  # the group of each row
     count: int
 
-    def distinct_codes(self, column: Coded) -> tuple[np.ndarray, np.ndarray]:
+    def distinct_codes(self, column: Coded | CodedText) -> tuple[np.ndarray, np.ndarray]:
         """The codes of `column` in each group, each once, in order of first appearance, and their groups."""
         codes = column.codes[self.rows]
         first = first_in_group(self.groups, codes)
         return codes[first], self.groups[first]
 
-    def distinct(self, column: Coded, given_only: bool = False) -> list[list]:
-        """The distinct values of `column` in each group, in order of first appearance; `given_only`: only those
-        that are given (true: not empty)."""
+    def distinct(self, column: Coded | CodedText) -> list[list]:
+        """The distinct values of `column` in each group, in order of first appearance."""
         codes, groups = self.distinct_codes(column)
-        if given_only:
-            given = np.fromiter((bool(v) for v in column.values), dtype=bool, count=len(column.values))[codes]
-            codes, groups = codes[given], groups[given]
         return cut(column.at(codes), groups, self.count)

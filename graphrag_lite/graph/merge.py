@@ -6,9 +6,12 @@ is dropped without a count: an entity seen with two types keeps every descriptio
 majority type wins, the others are listed), and a relationship whose end is not an extracted entity, or
 that becomes a self-loop by merging, is counted and reported.
 
-Records are read as integer codes (coded.py): each distinct name, type, description and text unit is one Python
-object, and a record a row of codes, so a million records cost arrays and their distinct texts; names are
-normalized once each, not once a record.
+Records are read as integer codes (coded.py): each distinct name, type and text unit is one Python object, and a
+record a row of codes, so a million records cost arrays and their distinct texts; names are normalized once each,
+not once a record. Descriptions stay in the Arrow buffers they were read into: only those the merged tables keep
+become Python strings. With `description_characters` (the fast method, whose descriptions are the sentences that
+mention a name) an entity or relationship keeps only the first descriptions its joining reads (joining.py); how
+many were left out is counted.
 """
 
 from __future__ import annotations
@@ -22,7 +25,8 @@ import numpy as np
 import pandas as pd
 
 from graphrag_lite.alias_overrides import NORMALIZED, AliasOverrides
-from graphrag_lite.graph.coded import Coded, Grouped, coded, cut, first_appearance_ranks
+from graphrag_lite.graph.coded import Coded, CodedText, Grouped, coded, coded_text, cut, first_appearance_ranks
+from graphrag_lite.graph.joining import read_by_joining
 from graphrag_lite.graph.resolution import Candidate, Resolution, find_aliases, majority
 from graphrag_lite.names import honorific_gender, normalize_name
 
@@ -42,11 +46,15 @@ class MergeResult:
     problems: list[str] = field(default_factory=list)
     counts: dict[str, int] = field(default_factory=dict)
     overrides_not_applied: list[str] = field(default_factory=list)
+    # distinct descriptions not kept (beyond `description_characters`), of entities and of relationships
+    descriptions_left_out: dict[str, int] = field(default_factory=lambda: {"entities": 0, "relationships": 0})
 
 
 def merge_graph(raw_entities: pd.DataFrame, raw_relationships: pd.DataFrame, resolve: bool = True,
                 max_edits: int = 1, generic_words: dict[str, frozenset[str]] | None = None,
-                overrides: AliasOverrides | None = None) -> MergeResult:
+                overrides: AliasOverrides | None = None, description_characters: int | None = None) -> MergeResult:
+    """The merged graph; `description_characters`: keep of each entity's and relationship's descriptions only
+    those joining.joined reads with that budget (None: all)."""
     key_of = overrides.key if overrides else normalize_name
     records = _EntityRecords(raw_entities, key_of)
     ends = _RelationshipEnds(raw_relationships, key_of, records.index)
@@ -62,9 +70,11 @@ def merge_graph(raw_entities: pd.DataFrame, raw_relationships: pd.DataFrame, res
     # a group is titled by its canonical name's own spelling ("TAYLOR CRUZ", not its more frequent alias "TAYLOR")
     titles = {k: _title(spellings[i]) for i, k in enumerate(keys)}
     canonical_of = [records.index[canonical[k]] for k in keys]  # the number of each key's canonical key
-    entities = _entity_rows(records, canonical_of, [titles[k] for k in keys])
+    entities, entity_texts_left_out = _entity_rows(records, canonical_of, [titles[k] for k in keys],
+                                                   description_characters)
     aliases = _alias_rows(keys, spellings, canonical, titles, resolution.decisions)
-    relationships, problems, counts = ends.merged([titles[keys[c]] for c in canonical_of])
+    relationships, problems, counts, relationship_texts_left_out = ends.merged(
+        [titles[keys[c]] for c in canonical_of], description_characters)
     counts.update({"raw_entity_records": len(raw_entities), "names_after_normalization": len(keys),
                    "records_without_a_usable_name": records.without_key,
                    "entities": len(entities), "merged_as_aliases": len(resolution.decisions),
@@ -72,7 +82,8 @@ def merge_graph(raw_entities: pd.DataFrame, raw_relationships: pd.DataFrame, res
                    "overrides_not_applied": len(resolution.overrides_not_applied)})
     ambiguous = _ambiguous_rows(resolution.ambiguous, titles, canonical)
     return MergeResult(entities, relationships, aliases, ambiguous, problems, counts,
-                       resolution.overrides_not_applied)
+                       resolution.overrides_not_applied,
+                       {"entities": entity_texts_left_out, "relationships": relationship_texts_left_out})
 
 
 def _in_unit_order(raw: pd.DataFrame) -> tuple[np.ndarray, Coded]:
@@ -90,8 +101,8 @@ class _EntityRecords:
 
     def __init__(self, raw: pd.DataFrame, key_of: Callable[[str], str]) -> None:
         order, self.unit = _in_unit_order(raw)
-        self.name, self.type, self.description = (coded(raw[column]).reordered(order)
-                                                  for column in ("name", "type", "description"))
+        self.name, self.type = (coded(raw[column]).reordered(order) for column in ("name", "type"))
+        self.description = coded_text(raw["description"]).reordered(order)
         name_keys = [key_of(n) for n in self.name.values]
         distinct = list(dict.fromkeys(k for k in name_keys if k))
         number = {k: i for i, k in enumerate(distinct)}
@@ -131,11 +142,9 @@ class _EntityRecords:
         """What the text says about each key: its distinct descriptions joined, the first DESCRIBED_CHARACTERS in
         lower case (only as many are read as make them up)."""
         codes, groups = self.by_key.distinct_codes(self.description)
-        is_text = np.fromiter((isinstance(v, str) for v in self.description.values), dtype=bool,
-                              count=len(self.description.values))
+        is_text = self.description.is_text()
         codes, groups = codes[is_text[codes]], groups[is_text[codes]]
-        lengths = np.fromiter((len(v) if isinstance(v, str) else 0 for v in self.description.values), dtype=np.int64,
-                              count=len(self.description.values))[codes] + 1  # and the space that joins them
+        lengths = self.description.lengths[codes] + 1  # and the space that joins them
         # a description is read while the ones before it in its group, joined, are shorter than DESCRIBED_CHARACTERS
         before = np.cumsum(lengths) - lengths
         needed = before - before[np.searchsorted(groups, groups)] <= DESCRIBED_CHARACTERS
@@ -162,23 +171,37 @@ def _title(spellings: Counter[str]) -> str:
     return max(spellings, key=lambda s: (spellings[s], -len(s), s))
 
 
-def _entity_rows(records: _EntityRecords, canonical_of: list[int], titles: list[str]) -> pd.DataFrame:
+def _descriptions(grouped: Grouped, column: CodedText, max_characters: int | None) -> tuple[list[list], int]:
+    """Each group's distinct given descriptions in order of first appearance; with `max_characters` only those
+    joining.joined reads, and how many were left out."""
+    codes, groups = grouped.distinct_codes(column)
+    given = column.given()[codes]
+    codes, groups = codes[given], groups[given]
+    if max_characters is None:
+        return cut(column.at(codes), groups, grouped.count), 0
+    read = read_by_joining(column.lengths[codes], column.stripped_lengths(codes), groups, max_characters)
+    return cut(column.at(codes[read]), groups[read], grouped.count), int(len(read) - read.sum())
+
+
+def _entity_rows(records: _EntityRecords, canonical_of: list[int], titles: list[str],
+                 description_characters: int | None) -> tuple[pd.DataFrame, int]:
     """One row per node, from the records of its keys (keys in order of first appearance, each key's records in
-    text-unit order). Its type is its canonical name's own (rules merge only names of one type; a user's or the
-    model's merge across types keeps the type of the name merged into); the other types are listed."""
+    text-unit order), and how many descriptions were left out. Its type is its canonical name's own (rules merge
+    only names of one type; a user's or the model's merge across types keeps the type of the name merged into);
+    the other types are listed."""
     node_of: dict[int, int] = {}  # canonical key -> its node, in order of the node's first key
     for canonical in canonical_of:
         node_of.setdefault(canonical, len(node_of))
     node = np.array([node_of[c] for c in canonical_of], dtype=np.int64)[records.key]
     by_node = np.argsort(node, kind="stable")
     grouped = Grouped(records.rows[by_node], node[by_node], len(node_of))
-    types, texts, units = (grouped.distinct(column, given_only=column is records.description)
-                           for column in (records.type, records.description, records.unit))
+    types, units = grouped.distinct(records.type), grouped.distinct(records.unit)
+    texts, left_out = _descriptions(grouped, records.description, description_characters)
     kinds = records.kinds
     rows = [(titles[c], kinds[c], [t for t in types[i] if t and t != kinds[c]], texts[i], units[i], len(units[i]))
             for i, c in enumerate(node_of)]
     table = pd.DataFrame(rows, columns=ENTITY_COLUMNS)
-    return table.sort_values("title", kind="stable").reset_index(drop=True)
+    return table.sort_values("title", kind="stable").reset_index(drop=True), left_out
 
 
 def _alias_rows(keys: list[str], spellings: list[Counter[str]], canonical: dict[str, str], titles: dict[str, str],
@@ -208,8 +231,8 @@ class _RelationshipEnds:
     def __init__(self, raw: pd.DataFrame, key_of: Callable[[str], str], index: dict[str, int]) -> None:
         order, self.unit = _in_unit_order(raw)
         self.records = len(raw)
-        self.source, self.target, self.description = (coded(raw[column]).reordered(order)
-                                                      for column in ("source", "target", "description"))
+        self.source, self.target = (coded(raw[column]).reordered(order) for column in ("source", "target"))
+        self.description = coded_text(raw["description"]).reordered(order)
         self.strength = raw["strength"].to_numpy()[order]
         self.ends = [np.array([index.get(key_of(n), -1) for n in end.values], dtype=np.int64)[end.codes]
                      for end in (self.source, self.target)]
@@ -224,9 +247,11 @@ class _RelationshipEnds:
             found[keys[t]].add(keys[s])
         return found
 
-    def merged(self, titles: list[str]) -> tuple[pd.DataFrame, list[str], dict[str, int]]:
+    def merged(self, titles: list[str], description_characters: int | None
+               ) -> tuple[pd.DataFrame, list[str], dict[str, int], int]:
         """One row per pair of titles (each key's node's title in `titles`): reversed edges are the same edge, in
-        the direction of its first record; its weight the sum of its records' strengths."""
+        the direction of its first record; its weight the sum of its records' strengths. Also the relationships
+        to unknown names, the counts, and how many descriptions were left out."""
         source, target = self.ends
         known = (source >= 0) & (target >= 0)
         unknown = [self._unknown(i, source[i] < 0) for i in np.flatnonzero(~known).tolist()]
@@ -241,14 +266,15 @@ class _RelationshipEnds:
         first = np.unique(pair, return_index=True)[1]
         by_pair = np.argsort(pair, kind="stable")
         grouped = Grouped(rows[by_pair], pair[by_pair], len(first))
-        descriptions, units = grouped.distinct(self.description, given_only=True), grouped.distinct(self.unit)
+        descriptions, left_out = _descriptions(grouped, self.description, description_characters)
+        units = grouped.distinct(self.unit)
         strengths = cut([float(s) for s in self.strength[grouped.rows].tolist()], grouped.groups, grouped.count)
         table = pd.DataFrame([(names[a[f]], names[b[f]], descriptions[p], sum(strengths[p]), units[p])
                               for p, f in enumerate(first.tolist())], columns=RELATIONSHIP_COLUMNS)
         table = table.sort_values(["source", "target"], kind="stable")
         counts = {"raw_relationship_records": self.records, "relationships": len(table),
                   "relationships_to_unknown_entities": len(unknown), "self_loops_after_merging": int(loops.sum())}
-        return table.reset_index(drop=True), unknown, counts
+        return table.reset_index(drop=True), unknown, counts, left_out
 
     def _unknown(self, row: int, source_unknown: bool) -> str:
         source, target = self.source.values[self.source.codes[row]], self.target.values[self.target.codes[row]]

@@ -89,7 +89,17 @@ def extract_nlp_graph(units: pd.DataFrame, cfg: ExtractGraphNlpConfig,
                       advance: Callable[[], None] = lambda: None) -> NlpGraph:
     """`advance` is called once per text unit read (a progress bar). Linear in the text: each name's type is
     voted once, each sentence clipped once a text unit, and windows counted as they are read."""
-    found = _read_units(units, capitalised_mid_sentence(units["text"]), cfg.window, advance)
+    return graph_of(read_texts(units["text"], cfg, advance), units["id"], cfg)
+
+
+def read_texts(texts: pd.Series, cfg: ExtractGraphNlpConfig, advance: Callable[[], None] = lambda: None) -> _Reading:
+    """What the text units' texts say (names, windows, mentions): all `graph_of` needs of them, so a caller can let
+    the texts go before the tables are built."""
+    return _read_units(texts, capitalised_mid_sentence(texts), cfg.window, advance)
+
+
+def graph_of(found: _Reading, unit_ids: pd.Series, cfg: ExtractGraphNlpConfig) -> NlpGraph:
+    """The graph of what `read_texts` found in the text units of these ids (in the same order)."""
     kept = {name for name, n in found.frequency.items() if n >= cfg.min_entity_frequency}
     pair_windows = {pair: n for pair, n in found.pair_windows.items() if pair[0] in kept and pair[1] in kept}
     edges = {pair: npmi(n, found.name_windows[pair[0]], found.name_windows[pair[1]], found.total_windows)
@@ -101,13 +111,12 @@ def extract_nlp_graph(units: pd.DataFrame, cfg: ExtractGraphNlpConfig,
     counts = {"names_found": len(found.frequency), "entities_kept": len(kept), "rare_entities_pruned":
               len(found.frequency) - len(kept) - len(hubs), "hubs_removed": len(hubs),
               "windows": found.total_windows, "co_occurring_pairs": len(pair_windows), "edges_kept": len(edges)}
-    return NlpGraph(_entity_table(found, units["id"], kept), _relationship_table(found, units["id"], kept, edges),
-                    counts)
+    return NlpGraph(_entity_table(found, unit_ids, kept), _relationship_table(found, unit_ids, kept, edges), counts)
 
 
-def _read_units(units: pd.DataFrame, known: set[str], window: str, advance: Callable[[], None]) -> _Reading:
+def _read_units(texts: pd.Series, known: set[str], window: str, advance: Callable[[], None]) -> _Reading:
     found = _Reading()
-    for row, text in enumerate(units["text"]):
+    for row, text in enumerate(texts):
         unit_sentences = sentences(text)
         by_sentence: dict[int, dict[str, None]] = {}  # the names of each sentence, each once, in order
         first: dict[str, int] = {}  # the sentence each name is first found in
