@@ -216,3 +216,12 @@ def test_a_cost_budget_is_a_cap_with_25_calls_in_flight(tmp_path):
     assert 0.5 * cap < spent <= 1.05 * cap
     assert f"${spent:.4f} spent (" in stopped.output.replace("\n", "")
     assert "early work $" in stopped.output.replace("\n", "")  # the text units' early embeddings, named
+
+
+def test_without_a_budget_no_warning_about_answers_it_cannot_bound(tmp_path):
+    """The worst-case reservation's warning (a call without max_tokens, a model the price map lacks) is
+    about the budget: a run without one must not print it into its log."""
+    root = make_project(tmp_path, [DULCE])
+    assert index(root).exit_code == 0
+    log = (root / "output" / "logs" / "index.log").read_text(encoding="utf-8")
+    assert "calls without a longest answer" not in log

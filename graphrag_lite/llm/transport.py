@@ -129,7 +129,9 @@ class Transport:
         (`completion`: the call's max_tokens, else the model's longest answer in the price map), so the calls
         in flight can never take the run past the budget, however long their answers. Near the cap, a call
         waits for those in flight to be counted at their real cost before it goes, or the run stops."""
-        completion_tokens = completion if completion is not None else self._longest_answer(model, estimate)
+        budgeted = self.ledger.max_cost_usd is not None or self.ledger.max_tokens is not None
+        completion_tokens = completion if completion is not None else \
+            self._longest_answer(model, estimate) if budgeted else 0  # no budget: nothing to hold back
         cost = self.price(model, estimate, completion_tokens) or 0.0
         while True:
             reservation = self.ledger.reserve(cost, estimate + completion_tokens)
