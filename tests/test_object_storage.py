@@ -400,12 +400,16 @@ def test_a_lease_not_renewed_expires_and_a_holder_that_lost_it_stops(bucket):
 
     store = ObjectStore(f"s3://{bucket}/idx")
     client = boto3.client("s3")
-    # a holder that stopped renewing (a killed run): its lease, written once, for one second
-    client.put_object(Bucket=bucket, Key=f"idx/{LEASE_OBJECT}",
-                      Body=json.dumps({"holder": "pid 1 on gone: graphrag-lite index", "seconds": 1}).encode())
+    def lease_of(holder: str, seconds: int) -> None:
+        client.put_object(Bucket=bucket, Key=f"idx/{LEASE_OBJECT}",
+                          Body=json.dumps({"holder": holder, "seconds": seconds}).encode())
+
     taker = Lease(store, 3, "graphrag-lite index")
-    with pytest.raises(OutputLocked, match="pid 1 on gone"):
-        taker.acquire()  # not expired yet (the store's clock, to the second)
+    lease_of("pid 1 on alive: graphrag-lite index", 3600)  # a live holder's lease (an hour: however slow the machine)
+    with pytest.raises(OutputLocked, match="pid 1 on alive"):
+        taker.acquire()
+    # a holder that stopped renewing (a killed run): its lease, written once, runs out at once
+    lease_of("pid 1 on gone: graphrag-lite index", 0)
 
     def taken() -> bool:
         try:
