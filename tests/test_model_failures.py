@@ -294,15 +294,20 @@ def test_a_run_stopped_by_sigterm_ends_as_interrupted_and_the_next_run_resumes(t
     with open(tmp_path / "run.txt", "w", encoding="utf-8") as out:
         run = subprocess.Popen([sys.executable, "-m", "graphrag_lite", "index", "--root", str(root)], stdout=out,
                                stderr=subprocess.STDOUT)
-        deadline = time.monotonic() + 120
-        while not (log.is_file() and "extract_graph: started" in log.read_text(encoding="utf-8")):
-            assert run.poll() is None and time.monotonic() < deadline, (tmp_path / "run.txt").read_text()
-            time.sleep(0.05)
-        while chat_answers(root) == 0:  # the one call answered; the others wait on the hold file
-            assert run.poll() is None and time.monotonic() < deadline, (tmp_path / "run.txt").read_text()
-            time.sleep(0.05)
-        run.send_signal(signal.SIGTERM)
-        assert run.wait(timeout=60) == 130
+        try:
+            deadline = time.monotonic() + 120
+            while not (log.is_file() and "extract_graph: started" in log.read_text(encoding="utf-8")):
+                assert run.poll() is None and time.monotonic() < deadline, (tmp_path / "run.txt").read_text()
+                time.sleep(0.05)
+            while chat_answers(root) == 0:  # the one call answered; the others wait on the hold file
+                assert run.poll() is None and time.monotonic() < deadline, (tmp_path / "run.txt").read_text()
+                time.sleep(0.05)
+            run.send_signal(signal.SIGTERM)
+            assert run.wait(timeout=60) == 130
+        finally:  # a failed assertion must not leave the run waiting on its hold file for ever
+            if run.poll() is None:
+                run.kill()
+                run.wait()
     hold.unlink()
     printed = (tmp_path / "run.txt").read_text(encoding="utf-8")
     assert "interrupted" in printed and "Traceback" not in printed
