@@ -32,7 +32,7 @@ from graphrag_lite.llm.batch_store import BATCH_FILE, BatchStore
 from graphrag_lite.llm.calls import Answer, message_tokens
 from graphrag_lite.llm.failures import describe, http_status, is_connection_failure, retryable
 from graphrag_lite.llm.ledger import Ledger
-from graphrag_lite.llm.prices import batch_price, batch_unit_prices, listed_max_output_tokens, priced
+from graphrag_lite.llm.prices import batch_price, batch_unit_prices, longest_answer, priced
 from graphrag_lite.llm.providers import BatchFunctions, batch_functions, connection, key_problem, online_reason, plugged
 from graphrag_lite.tokens import count_tokens
 from graphrag_lite.words import counted
@@ -204,8 +204,7 @@ class Batcher:
             return None
         prompts = [r.prompt_tokens() for r in requests]
         prompt = sum(prompts)
-        longest = listed_max_output_tokens(model.model)
-        completion = sum(r.max_tokens or longest or p for p, r in zip(prompts, requests, strict=True))
+        completion = sum(longest_answer(model.model, r.max_tokens) or p for p, r in zip(prompts, requests, strict=True))
         cost = batch_price(self._litellm, model.model, prompt, completion) or 0.0
         while (reservation := self._ledger.reserve(cost, prompt + completion,
                                                    f"the next batch ({counted(len(requests), 'call')})")) is None:

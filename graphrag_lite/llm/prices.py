@@ -47,6 +47,12 @@ def listed_unit_prices(model: str) -> tuple[float, float, float] | None:
     return float(prompt), float(completion), float(prompt if read is None else read)
 
 
+def longest_answer(model: str, max_tokens: int | None) -> int | None:
+    """The longest answer a call may get, for a budget's worst case: its max_tokens, else the model's longest
+    answer in LiteLLM's price map; None when neither says (the caller counts the prompt's length instead)."""
+    return max_tokens if max_tokens is not None else listed_max_output_tokens(model)
+
+
 def listed_max_output_tokens(model: str) -> int | None:
     """The longest answer the model writes, from LiteLLM's price map (read without importing LiteLLM): the
     model string, else its name without the provider; None when the map does not say."""

@@ -30,7 +30,7 @@ from graphrag_lite.llm.failures import (
 from graphrag_lite.llm.ledger import EARLY_WORK, BudgetExceeded, CallRecord, Ledger
 from graphrag_lite.llm.limits import ModelLimiter
 from graphrag_lite.llm.openai_http import OpenAIHTTP, speaks_openai
-from graphrag_lite.llm.prices import listed_max_output_tokens, listed_unit_prices, priced, unit_prices
+from graphrag_lite.llm.prices import listed_unit_prices, longest_answer, priced, unit_prices
 from graphrag_lite.llm.providers import key_problem, load_litellm, no_key_choices, plugged, plugged_prices
 
 LOG = logging.getLogger("graphrag_lite.llm")  # retries, in the run's log file (OUTPUT/logs/index.log)
@@ -130,8 +130,7 @@ class Transport:
         in flight can never take the run past the budget, however long their answers. Near the cap, a call
         waits for those in flight to be counted at their real cost before it goes, or the run stops."""
         budgeted = self.ledger.max_cost_usd is not None or self.ledger.max_tokens is not None
-        completion_tokens = completion if completion is not None else \
-            self._longest_answer(model, estimate) if budgeted else 0  # no budget: nothing to hold back
+        completion_tokens = self._longest_answer(model, completion, estimate) if budgeted else 0  # nothing to hold
         cost = self.price(model, estimate, completion_tokens) or 0.0
         while True:
             reservation = self.ledger.reserve(cost, estimate + completion_tokens)
@@ -139,11 +138,10 @@ class Transport:
                 return reservation
             await asyncio.sleep(0.05)
 
-    def _longest_answer(self, model: ModelConfig, estimate: int) -> int:
-        """The longest answer a call without max_tokens may get: the price map's figure for the model; for a
-        model it does not list, an answer as long as the prompt, with a warning (once) that the budget then
-        holds only as far as the answers are no longer."""
-        longest = listed_max_output_tokens(model.model)
+    def _longest_answer(self, model: ModelConfig, max_tokens: int | None, estimate: int) -> int:
+        """prices.longest_answer; when neither max_tokens nor the price map bounds it, an answer as long as the
+        prompt, with a warning (once) that the budget then holds only as far as the answers are no longer."""
+        longest = longest_answer(model.model, max_tokens)
         if longest is not None:
             return longest
         if model.model not in self._unbounded_answers:
